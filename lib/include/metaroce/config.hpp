@@ -1,0 +1,55 @@
+// Tunables of one endpoint and of the connections it makes. Defaults suit a
+// 100 Gb/s fabric with microsecond RTTs; doc/design.md explains each choice.
+#pragma once
+
+#include <cstdint>
+
+#include "metaroce/wire/headers.hpp"
+
+namespace metaroce {
+
+struct cc_config {
+    double path_cwnd_init = 8;      // packets
+    double path_cwnd_min = 1;
+    double path_cwnd_max = wire::k_sack_bits; // never more than the SACK window
+    double conn_cwnd_init = 128;    // packets, across all paths
+    double conn_cwnd_min = 2;
+    double conn_cwnd_max = 4096;
+    double additive_increase = 1;   // packets per RTT, per path
+    double ecn_gain = 1.0 / 16;     // EWMA gain of the marked fraction (DCTCP's g)
+};
+
+struct transport_config {
+    uint16_t mtu = 4096;            // payload bytes per packet
+    uint16_t paths = 16;            // paths per connection, 1..256
+    uint8_t planes = 1;             // NIC ports, one per plane
+    uint16_t max_streams = 16;
+    uint16_t max_msgs = 256;        // outstanding messages per direction
+    uint16_t rq_depth = 256;        // posted receives per stream
+    uint16_t max_reads = 64;        // outstanding READs a responder serves at once
+    uint32_t ack_every_bytes = 16384;
+    uint64_t ack_delay_ns = 4'000;
+    uint64_t initial_rtt_ns = 20'000;
+    uint64_t min_rto_ns = 100'000;
+    uint64_t max_rto_ns = 20'000'000;
+    uint32_t max_timeouts = 12;     // consecutive RTOs of one path before the connection fails
+    uint32_t reroute_after = 1;     // RTOs before a path takes a new UDP source port
+    uint32_t replane_after = 2;     // RTOs before a path moves to the next plane
+    uint64_t connect_retry_ns = 1'000'000;
+    uint32_t connect_retries = 20;
+    uint64_t rnr_delay_ns = 50'000;
+    uint32_t rnr_retries = 7;       // 7 means retry forever, as in verbs
+    cc_config cc;
+};
+
+struct endpoint_config {
+    uint32_t local_addr = 0;        // IPv4 of this node (plane 0), host order
+    uint32_t max_connections = 1024;
+    uint32_t cq_depth = 65536;
+    uint32_t max_mrs = 4096;
+    bool accept_incoming = true;
+    uint64_t seed = 1;              // initial PSNs, nonces and path entropy
+    transport_config transport;
+};
+
+} // namespace metaroce

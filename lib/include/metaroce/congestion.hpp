@@ -1,0 +1,63 @@
+// Congestion control behind a small interface: the engine reports ACK samples and
+// timeouts per path, and asks how many packets a path and the connection may have
+// in flight. The full controller (rate hints, steering) plugs in here.
+#pragma once
+
+#include <cstdint>
+
+#include "metaroce/config.hpp"
+
+namespace metaroce {
+
+struct path_cc_state {
+    double cwnd = 0;          // packets
+    double alpha = 0;         // EWMA of the ECN-marked fraction
+    uint32_t round_pkts = 0;  // packets acknowledged in the current round
+    uint32_t round_ce = 0;
+    uint64_t round_end_ns = 0;
+};
+
+struct conn_cc_state {
+    double cwnd = 0;
+    double alpha = 0;
+    uint32_t round_pkts = 0;
+    uint32_t round_ce = 0;
+    uint64_t round_end_ns = 0;
+    uint32_t rate_hint_mbps = 0; // last hint from the receiver (0 = none)
+};
+
+struct ack_sample {
+    uint64_t now_ns = 0;
+    uint32_t newly_acked = 0;   // packets this ACK acknowledged for the first time
+    uint16_t rx_pkts = 0;       // receiver's count since its previous ACK
+    uint16_t ce_pkts = 0;
+    uint64_t srtt_ns = 0;       // path's smoothed RTT after this sample
+    uint32_t rate_hint_mbps = 0;
+};
+
+class congestion_control {
+public:
+    virtual ~congestion_control() = default;
+    virtual void init(path_cc_state& p) const = 0;
+    virtual void init(conn_cc_state& c) const = 0;
+    virtual void on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const = 0;
+    virtual void on_timeout(path_cc_state& p, conn_cc_state& c, uint64_t now_ns) const = 0;
+};
+
+// ECN-driven AIMD per path and per connection (spec 6): once per RTT each window
+// grows additively if no mark was seen, else shrinks by alpha/2 as in DCTCP.
+// A mark on one path trims that path and the connection, never the other paths.
+// Loss is not a congestion signal here.
+class ecn_aimd final : public congestion_control {
+public:
+    explicit ecn_aimd(const cc_config& cfg) : cfg_(cfg) {}
+    void init(path_cc_state& p) const override;
+    void init(conn_cc_state& c) const override;
+    void on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const override;
+    void on_timeout(path_cc_state& p, conn_cc_state& c, uint64_t now_ns) const override;
+
+private:
+    cc_config cfg_;
+};
+
+} // namespace metaroce

@@ -1,0 +1,62 @@
+// The sans-I/O MetaRoCE engine of one node. Drivers hand it received packets, the
+// time and timer expiries; it hands back packets to send, completions and events.
+// It never reads a clock, does no I/O and allocates only on the control path
+// (connect, accept, register).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "metaroce/config.hpp"
+#include "metaroce/counters.hpp"
+#include "metaroce/inspect.hpp"
+#include "metaroce/io_types.hpp"
+#include "metaroce/memory_region.hpp"
+#include "metaroce/verbs_types.hpp"
+
+namespace metaroce {
+
+inline constexpr uint64_t k_no_deadline = UINT64_MAX;
+
+class endpoint {
+public:
+    explicit endpoint(const endpoint_config& cfg);
+    ~endpoint();
+    endpoint(const endpoint&) = delete;
+    endpoint& operator=(const endpoint&) = delete;
+
+    const endpoint_config& config() const noexcept;
+    mr_table& memory() noexcept;
+
+    // Control path. connect() returns k_no_conn when the table is full.
+    conn_id connect(uint32_t peer_addr, uint64_t now_ns);
+    void close(conn_id c, uint64_t now_ns);
+
+    // Verbs-shaped posting and polling.
+    post_result post_send(conn_id c, const send_wr& wr, uint64_t now_ns);
+    post_result post_recv(conn_id c, uint16_t stream, const recv_wr& wr);
+    size_t poll_cq(std::span<completion> out);
+    size_t poll_events(std::span<conn_event> out);
+
+    // Datapath.
+    void on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now_ns);
+    // Builds the next packet to send into frame.buf; false when nothing may go now.
+    bool poll_tx(uint64_t now_ns, tx_frame& frame);
+    // Earliest time on_timer() has work (k_no_deadline: none). May be early, never late.
+    uint64_t next_timer() const noexcept;
+    void on_timer(uint64_t now_ns);
+
+    const counters& stats() const noexcept;
+    void clear_stats() noexcept;
+    std::optional<conn_info> inspect(conn_id c) const;
+    std::vector<conn_id> connections() const;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace metaroce

@@ -1,0 +1,50 @@
+// Read-only snapshots of connection and path state for prompts, telemetry and tests.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "metaroce/verbs_types.hpp"
+
+namespace metaroce {
+
+enum class path_state : uint8_t { active, suspect };
+
+struct path_info {
+    uint8_t index = 0;
+    uint8_t plane = 0;
+    uint16_t udp_sport = 0;
+    path_state state = path_state::active;
+    double cwnd = 0;
+    uint32_t inflight = 0;
+    uint32_t next_psn = 0;
+    uint32_t una = 0;             // oldest unacknowledged PSN
+    uint32_t rx_expected = 0;     // receive side: cumulative point
+    uint64_t srtt_ns = 0;
+    uint64_t rto_ns = 0;
+    uint32_t timeouts = 0;        // consecutive, resets on progress
+    uint64_t tx_packets = 0;
+    uint64_t retransmits = 0;
+    uint64_t acked_ce = 0;        // packets the receiver reported CE-marked
+    uint64_t acked_rx = 0;        // packets the receiver reported
+};
+
+struct conn_info {
+    conn_id id = k_no_conn;
+    conn_id peer_conn = k_no_conn;
+    uint32_t peer_addr = 0;
+    conn_state state = conn_state::connecting;
+    bool incoming = false;
+    uint16_t paths = 0;
+    uint16_t mtu = 0;
+    uint16_t streams = 0;
+    double conn_cwnd = 0;
+    uint32_t inflight = 0;
+    uint32_t outstanding_msgs = 0;
+    uint64_t tx_msgs_completed = 0;
+    uint64_t rx_msgs_committed = 0;
+    size_t state_bytes = 0;       // memory this connection holds
+    std::vector<path_info> path;
+};
+
+} // namespace metaroce

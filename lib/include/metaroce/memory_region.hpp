@@ -1,0 +1,63 @@
+// Registered memory: every remote access and every local buffer of a work request
+// is checked against a region's bounds and access rights before a byte moves.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace metaroce {
+
+struct memory_region {
+    uint8_t* host = nullptr;  // where the engine reads and writes
+    uint64_t va = 0;          // address peers and work requests use
+    uint64_t length = 0;
+    uint32_t access = 0;
+    uint32_t lkey = 0;
+    uint32_t rkey = 0;
+};
+
+enum class mr_check : uint8_t { ok, bad_key, access_denied, out_of_bounds };
+
+class mr_table {
+public:
+    explicit mr_table(uint32_t capacity, uint64_t seed = 1);
+
+    // Registers [host, host+length) seen by peers at `va`. Returns nullopt when full
+    // or when length is 0.
+    std::optional<memory_region> register_region(void* host, uint64_t va, uint64_t length,
+                                                 uint32_t access);
+    std::optional<memory_region> register_region(void* host, uint64_t length, uint32_t access)
+    {
+        return register_region(host, reinterpret_cast<uintptr_t>(host), length, access);
+    }
+    bool deregister(uint32_t lkey);
+
+    // Resolves [va, va+len) under a key with the needed rights to a host pointer.
+    // A zero-length range is valid anywhere inside (or at the end of) the region.
+    mr_check check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
+                          uint8_t** host) const noexcept;
+    mr_check check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
+                         uint8_t** host) const noexcept;
+
+    const memory_region* find_by_lkey(uint32_t lkey) const noexcept;
+    size_t size() const noexcept { return live_; }
+
+private:
+    struct entry {
+        memory_region mr;
+        bool live = false;
+        uint8_t generation = 0;
+    };
+    mr_check check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
+                   uint8_t** host) const noexcept;
+    const entry* lookup(uint32_t key, bool remote) const noexcept;
+
+    std::vector<entry> entries_;
+    std::vector<uint32_t> free_;
+    uint32_t key_salt_;
+    size_t live_ = 0;
+};
+
+} // namespace metaroce
