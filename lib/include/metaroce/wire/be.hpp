@@ -22,8 +22,9 @@ constexpr T byteswap_if_little(T v) noexcept
     }
 }
 
+// Packed (alignment 1) so it can sit at any offset inside a packed header.
 template <typename T>
-class big_endian {
+class __attribute__((packed)) big_endian {
 public:
     constexpr big_endian() noexcept = default;
     static constexpr big_endian from_host(T v) noexcept
@@ -37,7 +38,7 @@ public:
     friend constexpr bool operator==(big_endian a, big_endian b) noexcept { return a.raw_ == b.raw_; }
 
 private:
-    T raw_{};
+    T raw_; // trivial, so headers stay POD; value-initialise them ({}) to zero
 };
 
 using be16_t = big_endian<uint16_t>;

@@ -1,0 +1,289 @@
+// Completer: ACKs and NAKs coming back. SACK processing, loss detection by
+// per-path ordering, RTT and RTO, congestion control, and send completions in
+// stream order (spec 5.3, 5.5, 5.6, 6).
+#include <algorithm>
+
+#include "endpoint_impl.hpp"
+#include "metaroce/seq.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+namespace {
+
+bool outstanding(rec_state s) noexcept
+{
+    return s == rec_state::in_flight || s == rec_state::lost || s == rec_state::rnr_hold;
+}
+
+void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
+{
+    path_tx& p = c.ptx[path];
+    p.at(psn).state = rec_state::lost;
+    p.retx.push(psn);
+    if (!p.in_retx_list) {
+        p.in_retx_list = c.retx_paths.push(uint16_t(path));
+    }
+}
+
+wc_opcode wc_op(wire::opcode op) noexcept
+{
+    switch (op) {
+    case wire::opcode::write:
+    case wire::opcode::write_imm: return wc_opcode::write;
+    case wire::opcode::read_req: return wc_opcode::read;
+    default: return wc_opcode::send;
+    }
+}
+
+} // namespace
+
+void endpoint::impl::on_read_resp_landed(connection& c, send_slot& s) noexcept
+{
+    if (s.pkts_acked == s.pkts_total && !s.done) {
+        s.done = true;
+        try_complete(c, s.wr.stream);
+    }
+}
+
+void endpoint::impl::credit(connection& c, pkt_record& r) noexcept
+{
+    if (r.kind == rec_kind::request) {
+        send_slot& s = c.sq[r.slot];
+        if (!s.in_use || s.msn != r.msn || s.done) {
+            return;
+        }
+        if (++s.pkts_acked == s.pkts_total && (s.op != wire::opcode::read_req || s.resp_complete)) {
+            s.done = true;
+            try_complete(c, s.wr.stream);
+        }
+        return;
+    }
+    read_job& j = c.jobs[r.slot];
+    if (!j.in_use || j.msn != r.msn || j.done) {
+        return;
+    }
+    if (++j.pkts_acked == j.pkts_total) {
+        j.done = true;
+        on_job_done(c);
+    }
+}
+
+// Reports finished requests of a stream in posting order; a completion therefore
+// implies every earlier message of the stream has landed.
+void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
+{
+    stream_state& ss = c.streams[stream];
+    while (ss.head != k_nil) {
+        send_slot& s = c.sq[ss.head];
+        if (!s.done) {
+            return;
+        }
+        if (s.wr.signaled || s.status != wc_status::success) {
+            completion wc;
+            wc.wr_id = s.wr.wr_id;
+            wc.conn = c.id;
+            wc.stream = stream;
+            wc.status = s.status;
+            wc.op = wc_op(s.op);
+            wc.byte_len = s.wr.local.length;
+            if (!push_cq(c, wc)) {
+                return;
+            }
+        }
+        ss.head = s.next_in_stream;
+        if (ss.head == k_nil) {
+            ss.tail = k_nil;
+        }
+        if (s.op == wire::opcode::read_req) {
+            --c.reads_outstanding;
+        }
+        s.in_use = false;
+        --c.outstanding;
+        ++c.tx_msgs_completed;
+    }
+}
+
+void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t now) noexcept
+{
+    if (c.state != conn_state::established) {
+        return;
+    }
+    ++stats.rx_acks;
+    path_tx& p = c.ptx[pk.path];
+    const uint32_t cum = pk.psn;
+    if (seq_lt(cum, p.una) || seq_gt(cum, p.next_psn)) {
+        ++stats.rx_stale_ack;
+        return;
+    }
+    const wire::ack_header& a = *pk.ack;
+    uint32_t newly = 0;
+    auto settle = [&](pkt_record& r) {
+        if (outstanding(r.state)) {
+            --p.inflight;
+            --c.inflight;
+            ++newly;
+            credit(c, r);
+        }
+    };
+    for (uint32_t psn = p.una; psn != cum; ++psn) {
+        pkt_record& r = p.at(psn);
+        settle(r);
+        r.state = rec_state::free;
+    }
+    p.una = cum;
+    const uint32_t span = p.next_psn - cum;
+    uint32_t highest = p.highest_sacked_xmit;
+    for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
+        if (((a.sack[i / 8] >> (i % 8)) & 1u) == 0) {
+            continue;
+        }
+        pkt_record& r = p.at(cum + i);
+        if (outstanding(r.state)) {
+            highest = seq_gt(r.xmit_no, highest) ? r.xmit_no : highest;
+            settle(r);
+            r.state = rec_state::sacked;
+        }
+    }
+    // A path delivers in order, so anything sent before a packet that arrived is lost.
+    if (seq_gt(highest, p.highest_sacked_xmit)) {
+        p.highest_sacked_xmit = highest;
+        for (uint32_t psn = cum; psn != p.next_psn; ++psn) {
+            pkt_record& r = p.at(psn);
+            if (r.state == rec_state::in_flight && seq_lt(r.xmit_no, highest)) {
+                queue_retx(c, pk.path, psn);
+            }
+        }
+    }
+    // RTT from the echoed timestamp (RFC 6298 smoothing).
+    const uint32_t sample = uint32_t(now) - a.ts_echo.host();
+    if (newly > 0 && sample < (1u << 31)) {
+        const transport_config& t = cfg.transport;
+        if (p.srtt_ns == 0) {
+            p.srtt_ns = sample;
+            p.rttvar_ns = sample / 2;
+        } else {
+            const uint64_t err = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
+            p.rttvar_ns = (3 * p.rttvar_ns + err) / 4;
+            p.srtt_ns = (7 * p.srtt_ns + sample) / 8;
+        }
+        p.rto_ns = std::clamp<uint64_t>(p.srtt_ns + 4 * p.rttvar_ns, t.min_rto_ns, t.max_rto_ns);
+    }
+    const uint16_t rx = a.rx_pkts.host();
+    const uint16_t ce = a.ce_pkts.host();
+    p.acked_rx += rx;
+    p.acked_ce += ce;
+    if (newly > 0) {
+        p.timeouts = 0;
+        p.suspect = false;
+        ack_sample s;
+        s.now_ns = now;
+        s.newly_acked = newly;
+        s.rx_pkts = rx;
+        s.ce_pkts = ce;
+        s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
+        s.rate_hint_mbps = a.rate_hint_mbps.host();
+        cc.on_ack(p.cc, c.cc, s);
+        p.rto_deadline = p.inflight > 0 ? now + p.rto_ns : k_no_deadline;
+    }
+    mark_ready(c);
+}
+
+void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t now) noexcept
+{
+    if (c.state != conn_state::established) {
+        return;
+    }
+    ++stats.rx_naks;
+    path_tx& p = c.ptx[pk.path];
+    const uint32_t psn = pk.psn;
+    if (seq_lt(psn, p.una) || !seq_lt(psn, p.next_psn)) {
+        ++stats.rx_stale_ack;
+        return;
+    }
+    pkt_record& r = p.at(psn);
+    const wire::nak_header& n = *pk.nak;
+    if (!outstanding(r.state) || r.msn != n.msn.host() || r.kind != rec_kind::request) {
+        ++stats.rx_stale_ack;
+        return;
+    }
+    send_slot& s = c.sq[r.slot];
+    if (n.reason == wire::nak_reason::rnr) {
+        // The receive is not posted yet: hold this packet and try again later.
+        const transport_config& t = cfg.transport;
+        if (t.rnr_retries != 7 && ++s.rnr_count > t.rnr_retries) {
+            s.status = wc_status::rnr_retry_exc_err;
+            s.done = true;
+            enter_error(c, wc_status::wr_flush_err);
+            return;
+        }
+        r.state = rec_state::rnr_hold;
+        c.rnr_deadline = std::min(c.rnr_deadline, now + t.rnr_delay_ns);
+        return;
+    }
+    switch (n.reason) {
+    case wire::nak_reason::rkey_invalid:
+    case wire::nak_reason::access_denied:
+    case wire::nak_reason::out_of_bounds: s.status = wc_status::rem_access_err; break;
+    default: s.status = wc_status::rem_inv_req_err; break;
+    }
+    s.done = true;
+    enter_error(c, wc_status::wr_flush_err);
+}
+
+void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
+{
+    c.rnr_deadline = k_no_deadline;
+    for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+        path_tx& p = c.ptx[i];
+        for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
+            if (p.at(psn).state == rec_state::rnr_hold) {
+                queue_retx(c, i, psn);
+            }
+        }
+    }
+    mark_ready(c);
+    (void)now;
+}
+
+// Path RTO (spec 5.6): resend what is outstanding, back off, and move the path to
+// a new route (UDP source port), then to another plane, if timeouts repeat.
+void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
+{
+    const transport_config& t = cfg.transport;
+    for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+        path_tx& p = c.ptx[i];
+        if (p.rto_deadline > now) {
+            continue;
+        }
+        if (p.inflight == 0) {
+            p.rto_deadline = k_no_deadline;
+            continue;
+        }
+        ++stats.timeouts;
+        if (++p.timeouts > t.max_timeouts) {
+            enter_error(c, wc_status::retry_exc_err);
+            return;
+        }
+        for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
+            if (p.at(psn).state == rec_state::in_flight) {
+                queue_retx(c, i, psn);
+            }
+        }
+        cc.on_timeout(p.cc, c.cc, now);
+        p.suspect = true;
+        if (t.reroute_after > 0 && p.timeouts % t.reroute_after == 0) {
+            p.udp_sport = path_entropy(c, i, ++p.epoch);
+            ++stats.reroutes;
+        }
+        if (c.planes > 1 && t.replane_after > 0 && p.timeouts % t.replane_after == 0) {
+            p.plane = uint8_t((p.plane + 1) % c.planes);
+        }
+        p.rto_ns = std::min(p.rto_ns * 2, t.max_rto_ns);
+        p.rto_deadline = now + p.rto_ns;
+    }
+    mark_ready(c);
+}
+
+} // namespace metaroce

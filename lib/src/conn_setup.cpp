@@ -1,0 +1,366 @@
+// Connection lifecycle (spec 7): CONNECT/ACCEPT with parameter negotiation,
+// CLOSE/CLOSE_ACK, control retransmission, teardown and the error flush.
+#include <algorithm>
+
+#include "endpoint_impl.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+namespace {
+
+uint64_t peer_key(uint32_t addr, uint32_t conn) noexcept { return (uint64_t(addr) << 32) | conn; }
+
+wire::hello_header make_hello(const connection& c, const transport_config& t)
+{
+    wire::hello_header h{};
+    h.nonce = wire::be64_t::from_host(c.nonce);
+    h.src_conn = wire::be32_t::from_host(c.id);
+    h.isn = wire::be32_t::from_host(c.isn);
+    h.paths = wire::be16_t::from_host(c.paths);
+    h.mtu = wire::be16_t::from_host(c.mtu);
+    h.max_streams = wire::be16_t::from_host(c.streams_n);
+    h.max_msgs = wire::be16_t::from_host(c.max_msgs);
+    h.planes = c.planes;
+    h.rq_depth = wire::be16_t::from_host(t.rq_depth);
+    return h;
+}
+
+// Takes the smaller of each side's limits (spec 7.2). Values of 0 are invalid.
+bool negotiate(connection& c, const wire::hello_header& h)
+{
+    const uint16_t paths = h.paths.host();
+    const uint16_t mtu = h.mtu.host();
+    const uint16_t streams = h.max_streams.host();
+    const uint16_t msgs = h.max_msgs.host();
+    if (paths == 0 || paths > wire::k_sack_bits || mtu < 64 || streams == 0 || msgs == 0 ||
+        h.planes == 0) {
+        return false;
+    }
+    c.paths = std::min(c.paths, paths);
+    c.mtu = std::min(c.mtu, mtu);
+    c.streams_n = std::min(c.streams_n, streams);
+    c.max_msgs = std::min(c.max_msgs, msgs);
+    c.planes = std::min(c.planes, h.planes);
+    return true;
+}
+
+} // namespace
+
+uint16_t endpoint::impl::path_entropy(const connection& c, uint32_t path, uint32_t epoch) const noexcept
+{
+    uint64_t z = (uint64_t(c.id) << 32 | c.isn) ^ (uint64_t(path) << 48) ^ (uint64_t(epoch) << 20) ^ cfg.seed;
+    z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
+    z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ull;
+    z ^= z >> 33;
+    return uint16_t(wire::k_udp_sport_min + z % wire::k_udp_sport_span);
+}
+
+connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
+{
+    if (free_slots.empty()) {
+        return nullptr;
+    }
+    const uint32_t idx = free_slots.back();
+    free_slots.pop_back();
+    if (++generation[idx] == 0) {
+        generation[idx] = 1;
+    }
+    auto c = std::make_unique<connection>();
+    const transport_config& t = cfg.transport;
+    c->id = (uint32_t(generation[idx]) << 16) | (idx + 1);
+    c->peer_addr = peer_addr;
+    c->incoming = incoming;
+    c->nonce = random64();
+    c->isn = uint32_t(random64());
+    c->paths = std::clamp<uint16_t>(t.paths, 1, wire::k_sack_bits);
+    c->mtu = t.mtu;
+    c->streams_n = std::max<uint16_t>(t.max_streams, 1);
+    c->max_msgs = std::max<uint16_t>(t.max_msgs, 1);
+    c->planes = std::max<uint8_t>(t.planes, 1);
+    c->sq.resize(c->max_msgs);
+    c->streams.resize(c->streams_n);
+    for (stream_state& s : c->streams) {
+        s.rq.resize(std::max<uint16_t>(t.rq_depth, 1));
+    }
+    c->jobs.resize(std::max<uint16_t>(t.max_reads, 1));
+    c->naks = fixed_ring<nak_entry>(64);
+    cc.init(c->cc);
+    connection* raw = c.get();
+    conns[idx] = std::move(c);
+    return raw;
+}
+
+// Called once the peer's parameters are known; sizes everything that depends on them.
+void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
+{
+    const transport_config& t = cfg.transport;
+    c.ptx.resize(c.paths);
+    c.prx.resize(c.paths);
+    for (uint32_t i = 0; i < c.paths; ++i) {
+        path_tx& p = c.ptx[i];
+        p.next_psn = c.isn;
+        p.una = c.isn;
+        p.plane = uint8_t(i % c.planes);
+        p.udp_sport = path_entropy(c, i, 0);
+        p.rto_ns = std::clamp<uint64_t>(3 * t.initial_rtt_ns, t.min_rto_ns, t.max_rto_ns);
+        p.retx = fixed_ring<uint32_t>(k_path_window);
+        p.rec.assign(k_path_window, pkt_record{});
+        cc.init(p.cc);
+        path_rx& r = c.prx[i];
+        r.win.reset(peer_isn);
+        r.reply_plane = p.plane;
+        r.reply_sport = p.udp_sport;
+    }
+    c.rslots.assign(c.max_msgs, recv_slot{});
+    c.streams.resize(c.streams_n);
+    c.ack_queue = fixed_ring<uint16_t>(c.paths);
+    c.retx_paths = fixed_ring<uint16_t>(c.paths);
+}
+
+void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, uint64_t now)
+{
+    const wire::hello_header& h = *p.hello;
+    const uint32_t src_conn = h.src_conn.host();
+    const auto it = by_peer.find(peer_key(m.src_addr, src_conn));
+    if (it != by_peer.end()) {
+        connection* c = find(it->second);
+        if (c != nullptr && c->state == conn_state::established) {
+            c->hello_pending = true; // our ACCEPT was lost: say it again
+            mark_ready(*c);
+        }
+        return;
+    }
+    if (!cfg.accept_incoming) {
+        ++stats.rx_invalid;
+        return;
+    }
+    connection* c = create_conn(m.src_addr, true);
+    if (c == nullptr) {
+        ++stats.rx_invalid;
+        return;
+    }
+    if (!negotiate(*c, h)) {
+        ++stats.rx_invalid;
+        free_conn(*c);
+        return;
+    }
+    c->peer_conn = src_conn;
+    c->state = conn_state::established;
+    init_paths(*c, h.isn.host());
+    by_peer[peer_key(m.src_addr, src_conn)] = c->id;
+    c->hello_pending = true;
+    push_event(conn_event::kind::established, *c);
+    mark_ready(*c);
+    recompute_timer(*c);
+    (void)now;
+}
+
+void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64_t now)
+{
+    if (c.state != conn_state::connecting) {
+        return; // duplicate ACCEPT
+    }
+    const wire::hello_header& h = *p.hello;
+    if (h.nonce.host() != c.nonce || !negotiate(c, h)) {
+        ++stats.rx_invalid;
+        return;
+    }
+    c.peer_conn = h.src_conn.host();
+    c.state = conn_state::established;
+    c.ctrl_deadline = k_no_deadline;
+    init_paths(c, h.isn.host());
+    by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
+    push_event(conn_event::kind::established, c);
+    mark_ready(c);
+    (void)now;
+}
+
+void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint64_t now)
+{
+    const uint32_t src_conn = p.close->src_conn.host();
+    connection* c = find(p.dst_conn);
+    if (c != nullptr && c->peer_addr == m.src_addr && c->peer_conn == src_conn) {
+        flush(*c, wc_status::wr_flush_err);
+        c->state = conn_state::closed;
+        push_event(conn_event::kind::closed, *c);
+        free_conn(*c);
+    }
+    // CLOSE_ACK goes out even for a connection already gone, so the peer can finish.
+    ctrl_reply r;
+    r.op = wire::opcode::close_ack;
+    r.dst_addr = m.src_addr;
+    r.dst_conn = src_conn;
+    r.src_conn = p.dst_conn;
+    r.plane = m.plane;
+    r.udp_sport = m.udp_sport;
+    replies.push(r);
+    (void)now;
+}
+
+void endpoint::impl::on_close_ack(connection& c)
+{
+    if (c.state != conn_state::closing) {
+        return;
+    }
+    c.state = conn_state::closed;
+    push_event(conn_event::kind::closed, c);
+    free_conn(c);
+}
+
+bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (!c.hello_pending && !c.close_pending) {
+        return false;
+    }
+    const uint16_t sport = c.ptx.empty() ? path_entropy(c, 0, 0) : c.ptx[0].udp_sport;
+    const uint8_t plane = c.ptx.empty() ? 0 : c.ptx[0].plane;
+    wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
+    if (c.hello_pending) {
+        c.hello_pending = false;
+        b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
+        b.dst_conn = c.incoming ? c.peer_conn : 0;
+        f.len = wire::build_hello(f.buf, b, make_hello(c, cfg.transport));
+    } else {
+        c.close_pending = false;
+        b.op = wire::opcode::close;
+        wire::close_header ch{};
+        ch.src_conn = wire::be32_t::from_host(c.id);
+        f.len = wire::build_close(f.buf, b, ch);
+    }
+    fill_frame_route(c, plane, sport, f);
+    return f.len > 0;
+}
+
+bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
+{
+    if (replies.empty()) {
+        return false;
+    }
+    const ctrl_reply r = replies.front();
+    replies.pop();
+    wire::bth_fields b;
+    b.op = r.op;
+    b.dst_conn = r.dst_conn;
+    b.path = r.path;
+    b.plane = r.plane;
+    b.tx_ts = uint32_t(now);
+    if (r.op == wire::opcode::probe_ack) {
+        wire::probe_header ph{};
+        ph.probe_id = wire::be32_t::from_host(r.probe_id);
+        ph.ts_echo = wire::be32_t::from_host(r.ts_echo);
+        f.len = wire::build_probe(f.buf, b, ph);
+    } else {
+        wire::close_header ch{};
+        ch.src_conn = wire::be32_t::from_host(r.src_conn);
+        f.len = wire::build_close(f.buf, b, ch);
+    }
+    f.dst_addr = r.dst_addr;
+    f.plane = r.plane;
+    f.udp_sport = r.udp_sport;
+    f.ect = true;
+    return f.len > 0;
+}
+
+void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
+{
+    if (c.ctrl_deadline > now) {
+        return;
+    }
+    c.ctrl_deadline = k_no_deadline;
+    const transport_config& t = cfg.transport;
+    if (c.state != conn_state::connecting && c.state != conn_state::closing) {
+        return;
+    }
+    if (++c.ctrl_retries > t.connect_retries) {
+        if (c.state == conn_state::connecting) {
+            enter_error(c, wc_status::retry_exc_err);
+        } else {
+            c.state = conn_state::closed; // peer silent: give up politely
+            push_event(conn_event::kind::closed, c);
+            free_conn(c);
+        }
+        return;
+    }
+    if (c.state == conn_state::connecting) {
+        c.hello_pending = true;
+    } else {
+        c.close_pending = true;
+    }
+    c.ctrl_deadline = now + t.connect_retry_ns;
+    mark_ready(c);
+}
+
+// Completes every outstanding work request: `first` for the oldest of each
+// stream that had already failed, wr_flush_err for the rest (verbs semantics).
+void endpoint::impl::flush(connection& c, wc_status first) noexcept
+{
+    for (send_slot& s : c.sq) {
+        if (s.in_use && !s.done) {
+            s.done = true;
+            s.status = s.status == wc_status::success ? wc_status::wr_flush_err : s.status;
+        }
+    }
+    (void)first;
+    for (uint16_t st = 0; st < c.streams.size(); ++st) {
+        try_complete(c, st);
+        stream_state& ss = c.streams[st];
+        while (ss.rq_consumed != ss.rq_posted) {
+            const posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
+            completion wc;
+            wc.wr_id = r.wr_id;
+            wc.conn = c.id;
+            wc.stream = st;
+            wc.status = wc_status::wr_flush_err;
+            wc.op = wc_opcode::recv;
+            if (!push_cq(c, wc)) {
+                break;
+            }
+            ++ss.rq_consumed;
+        }
+    }
+    for (read_job& j : c.jobs) {
+        j = read_job{};
+    }
+    c.job_head = c.job_count = c.job_tx = 0;
+    for (path_tx& p : c.ptx) {
+        p.rto_deadline = k_no_deadline;
+    }
+}
+
+void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
+{
+    if (c.state == conn_state::error) {
+        return;
+    }
+    // The oldest unfinished request takes the specific status.
+    for (stream_state& ss : c.streams) {
+        if (ss.head != k_nil && !c.sq[ss.head].done && c.sq[ss.head].status == wc_status::success) {
+            c.sq[ss.head].status = first;
+            break;
+        }
+    }
+    c.state = conn_state::error;
+    c.hello_pending = false;
+    c.ctrl_deadline = k_no_deadline;
+    ++stats.conn_errors;
+    flush(c, first);
+    push_event(conn_event::kind::error, c);
+}
+
+void endpoint::impl::free_conn(connection& c) noexcept
+{
+    const uint32_t idx = (c.id & 0xffffu) - 1;
+    if (c.peer_conn != k_no_conn) {
+        const auto it = by_peer.find(peer_key(c.peer_addr, c.peer_conn));
+        if (it != by_peer.end() && it->second == c.id) {
+            by_peer.erase(it);
+        }
+    }
+    std::erase(cq_waiters, c.id);
+    conns[idx].reset();
+    free_slots.push_back(idx);
+}
+
+} // namespace metaroce

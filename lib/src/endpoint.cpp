@@ -1,0 +1,437 @@
+// Dispatch, scheduling, timers, completion and event queues of the engine.
+#include <algorithm>
+#include <functional>
+
+#include "endpoint_impl.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+namespace {
+constexpr uint32_t k_reply_queue = 1024;
+constexpr uint32_t k_event_queue = 4096;
+
+uint32_t index_of(conn_id id) noexcept { return (id & 0xffffu) - 1; }
+} // namespace
+
+endpoint::impl::impl(const endpoint_config& c)
+    : cfg(c), mrs(c.max_mrs, c.seed), cc(c.transport.cc), rng_state(c.seed ^ 0x6a09e667f3bcc909ull),
+      conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
+      ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue)
+{
+    free_slots.reserve(conns.size());
+    for (uint32_t i = uint32_t(conns.size()); i > 0; --i) {
+        free_slots.push_back(i - 1);
+    }
+    timers.reserve(conns.size() * 4);
+}
+
+uint64_t endpoint::impl::random64() noexcept
+{
+    // splitmix64: deterministic for a given seed, good enough for ISNs and entropy.
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+connection* endpoint::impl::find(conn_id id) noexcept
+{
+    const uint32_t i = index_of(id);
+    if (i >= conns.size() || !conns[i] || conns[i]->id != id) {
+        return nullptr;
+    }
+    return conns[i].get();
+}
+
+void endpoint::impl::mark_ready(connection& c) noexcept
+{
+    if (!c.in_ready) {
+        c.in_ready = ready.push(index_of(c.id));
+    }
+}
+
+void endpoint::impl::arm(connection& c, uint64_t deadline)
+{
+    if (deadline >= c.timer_deadline) {
+        return; // an earlier entry is queued; it will re-arm for later work
+    }
+    c.timer_deadline = deadline;
+    timers.push_back({deadline, c.id});
+    std::push_heap(timers.begin(), timers.end(), std::greater<>{});
+}
+
+bool endpoint::impl::push_cq(connection& c, const completion& wc) noexcept
+{
+    if (!cq.push(wc)) {
+        if (!c.cq_blocked) {
+            c.cq_blocked = true;
+            cq_waiters.push_back(c.id);
+        }
+        return false;
+    }
+    ++stats.completions;
+    return true;
+}
+
+void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcept
+{
+    conn_event e;
+    e.what = k;
+    e.conn = c.id;
+    e.peer = c.peer_addr;
+    e.incoming = c.incoming;
+    events.push(e); // bounded; lifecycle events are rare
+}
+
+void endpoint::impl::resume_cq_waiters() noexcept
+{
+    while (!cq_waiters.empty() && !cq.full()) {
+        const conn_id id = cq_waiters.back();
+        cq_waiters.pop_back();
+        connection* c = find(id);
+        if (c == nullptr) {
+            continue;
+        }
+        c->cq_blocked = false;
+        for (uint16_t s = 0; s < c->streams.size(); ++s) {
+            try_complete(*c, s);
+            try_commit(*c, s);
+        }
+    }
+}
+
+void endpoint::impl::fill_frame_route(const connection& c, uint8_t plane, uint16_t sport,
+                                      tx_frame& f) const noexcept
+{
+    f.dst_addr = c.peer_addr;
+    f.plane = plane;
+    f.udp_sport = sport;
+    f.ect = true;
+}
+
+wire::bth_fields endpoint::impl::bth_for(const connection& c, wire::opcode op, uint8_t path,
+                                         uint8_t plane, uint64_t now) const noexcept
+{
+    wire::bth_fields b;
+    b.op = op;
+    b.dst_conn = c.peer_conn;
+    b.path = path;
+    b.plane = plane;
+    b.tx_ts = uint32_t(now);
+    return b;
+}
+
+// Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
+bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (produce_ctrl(c, now, f)) {
+        return true;
+    }
+    if (c.state == conn_state::connecting || c.state == conn_state::closed) {
+        return false;
+    }
+    if (produce_nak(c, now, f) || produce_ack(c, now, f)) {
+        return true;
+    }
+    if (c.state != conn_state::established) {
+        return false;
+    }
+    return produce_retx(c, now, f) || produce_read_resp(c, now, f) || produce_new(c, now, f);
+}
+
+void endpoint::impl::recompute_timer(connection& c) noexcept
+{
+    uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline});
+    for (const path_tx& p : c.ptx) {
+        d = std::min(d, p.rto_deadline);
+    }
+    if (d != k_no_deadline) {
+        arm(c, d);
+    }
+}
+
+void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
+{
+    ctrl_timer(c, now);
+    if (find(c.id) == nullptr) {
+        return; // freed by a control timeout
+    }
+    if (c.ack_deadline <= now) {
+        c.ack_deadline = k_no_deadline;
+        flush_delayed_acks(c);
+    }
+    if (c.rnr_deadline <= now) {
+        rnr_timer(c, now);
+    }
+    if (c.state == conn_state::established) {
+        path_timeouts(c, now);
+    }
+    recompute_timer(c);
+}
+
+// ---- public API -------------------------------------------------------------
+
+endpoint::endpoint(const endpoint_config& cfg) : impl_(std::make_unique<impl>(cfg)) {}
+endpoint::~endpoint() = default;
+
+const endpoint_config& endpoint::config() const noexcept { return impl_->cfg; }
+mr_table& endpoint::memory() noexcept { return impl_->mrs; }
+const counters& endpoint::stats() const noexcept { return impl_->stats; }
+void endpoint::clear_stats() noexcept { impl_->stats = counters{}; }
+
+post_result endpoint::post_send(conn_id id, const send_wr& wr, uint64_t now_ns)
+{
+    connection* c = impl_->find(id);
+    if (c == nullptr) {
+        return post_result::no_such_conn;
+    }
+    return impl_->post_send(*c, wr, now_ns);
+}
+
+post_result endpoint::post_recv(conn_id id, uint16_t stream, const recv_wr& wr)
+{
+    connection* c = impl_->find(id);
+    if (c == nullptr) {
+        return post_result::no_such_conn;
+    }
+    return impl_->post_recv(*c, stream, wr);
+}
+
+size_t endpoint::poll_cq(std::span<completion> out)
+{
+    size_t n = 0;
+    while (n < out.size() && !impl_->cq.empty()) {
+        out[n++] = impl_->cq.front();
+        impl_->cq.pop();
+    }
+    if (n > 0) {
+        impl_->resume_cq_waiters();
+    }
+    return n;
+}
+
+size_t endpoint::poll_events(std::span<conn_event> out)
+{
+    size_t n = 0;
+    while (n < out.size() && !impl_->events.empty()) {
+        out[n++] = impl_->events.front();
+        impl_->events.pop();
+    }
+    return n;
+}
+
+void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now)
+{
+    impl& e = *impl_;
+    ++e.stats.rx_packets;
+    e.stats.rx_bytes += bytes.size();
+    const wire::parse_result pr = wire::parse(bytes);
+    if (!pr.ok()) {
+        ++e.stats.rx_malformed[size_t(pr.error)];
+        return;
+    }
+    const wire::packet_view& p = pr.pkt;
+    if (p.op == wire::opcode::connect) {
+        e.on_connect(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::close) {
+        e.on_close(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::probe) {
+        // Answered statelessly along the way it came, so any node can be probed.
+        ctrl_reply r;
+        r.op = wire::opcode::probe_ack;
+        r.dst_addr = meta.src_addr;
+        r.plane = meta.plane;
+        r.path = p.path;
+        r.udp_sport = meta.udp_sport;
+        r.probe_id = p.probe->probe_id.host();
+        r.ts_echo = p.tx_ts;
+        e.replies.push(r); // bounded: excess probes are not answered
+        return;
+    }
+    connection* c = e.find(p.dst_conn);
+    if (c == nullptr) {
+        ++e.stats.rx_unknown_conn;
+        return;
+    }
+    if (meta.src_addr != c->peer_addr) {
+        ++e.stats.rx_wrong_peer;
+        return;
+    }
+    const wire::opcode_info& oi = wire::info(p.op);
+    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->paths) {
+        ++e.stats.rx_bad_path;
+        return;
+    }
+    switch (p.op) {
+    case wire::opcode::accept: e.on_accept(*c, p, now); break;
+    case wire::opcode::close_ack: e.on_close_ack(*c); break;
+    case wire::opcode::ack: e.on_ack(*c, p, now); break;
+    case wire::opcode::nak: e.on_nak(*c, p, now); break;
+    case wire::opcode::probe_ack: break; // path probing arrives with the path-health controller
+    default: e.on_data(*c, meta, p, now); break;
+    }
+    if (e.find(p.dst_conn) != nullptr) {
+        e.recompute_timer(*c);
+    }
+}
+
+bool endpoint::poll_tx(uint64_t now, tx_frame& f)
+{
+    impl& e = *impl_;
+    f.len = 0;
+    if (e.produce_reply(now, f)) {
+        ++e.stats.tx_packets;
+        e.stats.tx_bytes += f.len;
+        return true;
+    }
+    while (!e.ready.empty()) {
+        const uint32_t idx = e.ready.front();
+        e.ready.pop();
+        connection* c = e.conns[idx].get();
+        if (c == nullptr) {
+            continue;
+        }
+        c->in_ready = false;
+        if (e.produce(*c, now, f)) {
+            e.mark_ready(*c); // round robin: come back for more after the others
+            e.recompute_timer(*c);
+            ++e.stats.tx_packets;
+            e.stats.tx_bytes += f.len;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint64_t endpoint::next_timer() const noexcept
+{
+    return impl_->timers.empty() ? k_no_deadline : impl_->timers.front().deadline;
+}
+
+void endpoint::on_timer(uint64_t now)
+{
+    impl& e = *impl_;
+    while (!e.timers.empty() && e.timers.front().deadline <= now) {
+        std::pop_heap(e.timers.begin(), e.timers.end(), std::greater<>{});
+        const timer_entry t = e.timers.back();
+        e.timers.pop_back();
+        connection* c = e.find(t.conn);
+        if (c == nullptr || c->timer_deadline != t.deadline) {
+            continue; // stale entry
+        }
+        c->timer_deadline = k_no_deadline;
+        e.conn_timer(*c, now);
+    }
+}
+
+conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
+{
+    impl& e = *impl_;
+    connection* c = e.create_conn(peer_addr, false);
+    if (c == nullptr) {
+        return k_no_conn;
+    }
+    c->hello_pending = true;
+    c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    e.mark_ready(*c);
+    e.recompute_timer(*c);
+    return c->id;
+}
+
+void endpoint::close(conn_id id, uint64_t now)
+{
+    impl& e = *impl_;
+    connection* c = e.find(id);
+    if (c == nullptr) {
+        return;
+    }
+    if (c->state == conn_state::connecting || c->state == conn_state::closed) {
+        c->state = conn_state::closed;
+        e.flush(*c, wc_status::wr_flush_err);
+        e.push_event(conn_event::kind::closed, *c);
+        e.free_conn(*c);
+        return;
+    }
+    if (c->state == conn_state::closing) {
+        return;
+    }
+    e.flush(*c, wc_status::wr_flush_err);
+    c->state = conn_state::closing;
+    c->close_pending = true;
+    c->ctrl_retries = 0;
+    c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    e.mark_ready(*c);
+    e.recompute_timer(*c);
+}
+
+std::vector<conn_id> endpoint::connections() const
+{
+    std::vector<conn_id> ids;
+    for (const auto& c : impl_->conns) {
+        if (c) {
+            ids.push_back(c->id);
+        }
+    }
+    return ids;
+}
+
+std::optional<conn_info> endpoint::inspect(conn_id id) const
+{
+    const connection* c = impl_->find(id);
+    if (c == nullptr) {
+        return std::nullopt;
+    }
+    conn_info ci;
+    ci.id = c->id;
+    ci.peer_conn = c->peer_conn;
+    ci.peer_addr = c->peer_addr;
+    ci.state = c->state;
+    ci.incoming = c->incoming;
+    ci.paths = c->paths;
+    ci.mtu = c->mtu;
+    ci.streams = c->streams_n;
+    ci.conn_cwnd = c->cc.cwnd;
+    ci.inflight = c->inflight;
+    ci.outstanding_msgs = c->outstanding;
+    ci.tx_msgs_completed = c->tx_msgs_completed;
+    ci.rx_msgs_committed = c->rx_msgs_committed;
+    size_t bytes = sizeof(connection);
+    bytes += c->ptx.size() * (sizeof(path_tx) + k_path_window * (sizeof(pkt_record) + sizeof(uint32_t)));
+    bytes += c->prx.size() * sizeof(path_rx);
+    bytes += c->sq.size() * sizeof(send_slot) + c->rslots.size() * sizeof(recv_slot);
+    bytes += c->jobs.size() * sizeof(read_job);
+    for (const stream_state& s : c->streams) {
+        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
+    }
+    ci.state_bytes = bytes;
+    for (uint32_t i = 0; i < c->ptx.size(); ++i) {
+        const path_tx& p = c->ptx[i];
+        path_info pi;
+        pi.index = uint8_t(i);
+        pi.plane = p.plane;
+        pi.udp_sport = p.udp_sport;
+        pi.state = p.suspect ? path_state::suspect : path_state::active;
+        pi.cwnd = p.cc.cwnd;
+        pi.inflight = p.inflight;
+        pi.next_psn = p.next_psn;
+        pi.una = p.una;
+        pi.rx_expected = i < c->prx.size() ? c->prx[i].win.expected() : 0;
+        pi.srtt_ns = p.srtt_ns;
+        pi.rto_ns = p.rto_ns;
+        pi.timeouts = p.timeouts;
+        pi.tx_packets = p.tx_packets;
+        pi.retransmits = p.retransmits;
+        pi.acked_ce = p.acked_ce;
+        pi.acked_rx = p.acked_rx;
+        ci.path.push_back(pi);
+    }
+    return ci;
+}
+
+} // namespace metaroce

@@ -1,0 +1,121 @@
+// endpoint::impl is split by role, as rxe splits its engine:
+//   endpoint.cpp    dispatch, scheduling, timers, completion and event queues
+//   conn_setup.cpp  CONNECT/ACCEPT/CLOSE, negotiation, teardown and error flush
+//   requester.cpp   posting sends, building data packets (new and retransmitted)
+//   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out
+//   completer.cpp   ACK/NAK in: SACK, loss detection, RTT, CC, RTO, completions
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "connection.hpp"
+#include "fixed_ring.hpp"
+#include "metaroce/congestion.hpp"
+#include "metaroce/endpoint.hpp"
+
+namespace metaroce {
+
+using detail::connection;
+
+// Stateless replies (CLOSE_ACK to unknown connections, PROBE_ACK).
+struct ctrl_reply {
+    wire::opcode op{};
+    uint32_t dst_addr = 0;
+    uint32_t dst_conn = 0;
+    uint32_t src_conn = 0;
+    uint8_t plane = 0;
+    uint8_t path = 0;
+    uint16_t udp_sport = 0;
+    uint32_t probe_id = 0;
+    uint32_t ts_echo = 0;
+};
+
+struct timer_entry {
+    uint64_t deadline;
+    conn_id conn;
+    bool operator>(const timer_entry& o) const noexcept { return deadline > o.deadline; }
+};
+
+struct endpoint::impl {
+    explicit impl(const endpoint_config& c);
+
+    endpoint_config cfg;
+    mr_table mrs;
+    ecn_aimd cc;
+    counters stats;
+    uint64_t rng_state;
+
+    std::vector<std::unique_ptr<connection>> conns;
+    std::vector<uint16_t> generation;
+    std::vector<uint32_t> free_slots;
+    std::unordered_map<uint64_t, conn_id> by_peer; // (peer addr, peer conn) -> local
+
+    detail::fixed_ring<uint32_t> ready;             // connection indexes with work to send
+    detail::fixed_ring<ctrl_reply> replies;
+    detail::fixed_ring<completion> cq;
+    detail::fixed_ring<conn_event> events;
+    std::vector<uint32_t> cq_waiters;
+    std::vector<timer_entry> timers;                // min-heap
+
+    // endpoint.cpp
+    uint64_t random64() noexcept;
+    connection* find(conn_id id) noexcept;
+    void mark_ready(connection& c) noexcept;
+    void arm(connection& c, uint64_t deadline);
+    bool push_cq(connection& c, const completion& wc) noexcept;
+    void push_event(conn_event::kind k, const connection& c) noexcept;
+    bool produce(connection& c, uint64_t now, tx_frame& f) noexcept;
+    void conn_timer(connection& c, uint64_t now) noexcept;
+    void recompute_timer(connection& c) noexcept;
+    void resume_cq_waiters() noexcept;
+    void fill_frame_route(const connection& c, uint8_t plane, uint16_t sport, tx_frame& f) const noexcept;
+    wire::bth_fields bth_for(const connection& c, wire::opcode op, uint8_t path, uint8_t plane,
+                             uint64_t now) const noexcept;
+
+    // conn_setup.cpp
+    connection* create_conn(uint32_t peer_addr, bool incoming);
+    void init_paths(connection& c, uint32_t peer_isn);
+    void on_connect(const rx_meta& m, const wire::packet_view& p, uint64_t now);
+    void on_accept(connection& c, const wire::packet_view& p, uint64_t now);
+    void on_close(const rx_meta& m, const wire::packet_view& p, uint64_t now);
+    void on_close_ack(connection& c);
+    bool produce_ctrl(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_reply(uint64_t now, tx_frame& f) noexcept;
+    void ctrl_timer(connection& c, uint64_t now) noexcept;
+    void enter_error(connection& c, wc_status first) noexcept;
+    void flush(connection& c, wc_status first) noexcept;
+    void free_conn(connection& c) noexcept;
+    uint16_t path_entropy(const connection& c, uint32_t path, uint32_t epoch) const noexcept;
+
+    // requester.cpp
+    post_result post_send(connection& c, const send_wr& wr, uint64_t now);
+    bool produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
+    int pick_path(connection& c) noexcept;
+    bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
+                           bool retx) noexcept;
+
+    // responder.cpp
+    post_result post_recv(connection& c, uint16_t stream, const recv_wr& wr);
+    void on_data(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
+    bool produce_nak(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
+    void queue_ack(connection& c, uint32_t path) noexcept;
+    void flush_delayed_acks(connection& c) noexcept;
+    void try_commit(connection& c, uint16_t stream) noexcept;
+    void on_job_done(connection& c) noexcept;
+
+    // completer.cpp
+    void on_ack(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
+    void on_nak(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
+    void path_timeouts(connection& c, uint64_t now) noexcept;
+    void rnr_timer(connection& c, uint64_t now) noexcept;
+    void credit(connection& c, detail::pkt_record& r) noexcept;
+    void try_complete(connection& c, uint16_t stream) noexcept;
+    void on_read_resp_landed(connection& c, detail::send_slot& s) noexcept;
+};
+
+} // namespace metaroce

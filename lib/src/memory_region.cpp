@@ -1,0 +1,110 @@
+#include "metaroce/memory_region.hpp"
+
+namespace metaroce {
+
+// Keys carry the table index (low 16 bits), an 8-bit generation that changes on
+// every reuse of the index, and a salt, so a stale or guessed key rarely resolves.
+namespace {
+constexpr uint32_t k_index_bits = 16;
+constexpr uint32_t k_index_mask = (1u << k_index_bits) - 1;
+
+uint32_t make_key(uint32_t index, uint8_t generation, uint32_t salt, bool remote) noexcept
+{
+    const uint32_t tag = (uint32_t(generation) << 8 | (remote ? 0x5a : 0xa5)) ^ (salt & 0xffff);
+    return (tag << k_index_bits) | index;
+}
+} // namespace
+
+mr_table::mr_table(uint32_t capacity, uint64_t seed)
+    : entries_(capacity > k_index_mask ? k_index_mask : capacity),
+      key_salt_(uint32_t(seed * 0x9e3779b97f4a7c15ull >> 40))
+{
+    free_.reserve(entries_.size());
+    for (uint32_t i = uint32_t(entries_.size()); i > 0; --i) {
+        free_.push_back(i - 1);
+    }
+}
+
+std::optional<memory_region> mr_table::register_region(void* host, uint64_t va, uint64_t length,
+                                                       uint32_t access)
+{
+    if (free_.empty() || length == 0 || host == nullptr || va + length < va) {
+        return std::nullopt;
+    }
+    const uint32_t index = free_.back();
+    free_.pop_back();
+    entry& e = entries_[index];
+    e.generation++;
+    e.live = true;
+    e.mr.host = static_cast<uint8_t*>(host);
+    e.mr.va = va;
+    e.mr.length = length;
+    e.mr.access = access;
+    e.mr.lkey = make_key(index, e.generation, key_salt_, false);
+    e.mr.rkey = make_key(index, e.generation, key_salt_, true);
+    ++live_;
+    return e.mr;
+}
+
+bool mr_table::deregister(uint32_t lkey)
+{
+    const entry* found = lookup(lkey, false);
+    if (found == nullptr) {
+        return false;
+    }
+    const uint32_t index = lkey & k_index_mask;
+    entries_[index].live = false;
+    free_.push_back(index);
+    --live_;
+    return true;
+}
+
+const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const noexcept
+{
+    const uint32_t index = key & k_index_mask;
+    if (index >= entries_.size()) {
+        return nullptr;
+    }
+    const entry& e = entries_[index];
+    if (!e.live || (remote ? e.mr.rkey : e.mr.lkey) != key) {
+        return nullptr;
+    }
+    return &e;
+}
+
+mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
+                         uint8_t** host) const noexcept
+{
+    if (e == nullptr) {
+        return mr_check::bad_key;
+    }
+    if ((e->mr.access & need) != need) {
+        return mr_check::access_denied;
+    }
+    // Overflow-safe: va >= base and len <= length - (va - base).
+    if (va < e->mr.va || va - e->mr.va > e->mr.length || len > e->mr.length - (va - e->mr.va)) {
+        return mr_check::out_of_bounds;
+    }
+    *host = e->mr.host + (va - e->mr.va);
+    return mr_check::ok;
+}
+
+mr_check mr_table::check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
+                                uint8_t** host) const noexcept
+{
+    return check(lookup(rkey, true), va, len, need, host);
+}
+
+mr_check mr_table::check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
+                               uint8_t** host) const noexcept
+{
+    return check(lookup(lkey, false), va, len, need, host);
+}
+
+const memory_region* mr_table::find_by_lkey(uint32_t lkey) const noexcept
+{
+    const entry* e = lookup(lkey, false);
+    return e != nullptr ? &e->mr : nullptr;
+}
+
+} // namespace metaroce

@@ -1,0 +1,306 @@
+// Requester: posting send work requests and building the data packets of
+// messages and READ responses, new and retransmitted (spec 4 and 5.3).
+#include <algorithm>
+#include <cstring>
+
+#include "endpoint_impl.hpp"
+#include "metaroce/seq.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+namespace {
+
+wire::opcode wire_op(wr_opcode op) noexcept
+{
+    switch (op) {
+    case wr_opcode::write: return wire::opcode::write;
+    case wr_opcode::write_imm: return wire::opcode::write_imm;
+    case wr_opcode::send: return wire::opcode::send;
+    case wr_opcode::send_imm: return wire::opcode::send_imm;
+    case wr_opcode::read: return wire::opcode::read_req;
+    }
+    return wire::opcode::write;
+}
+
+post_result from_check(mr_check c) noexcept
+{
+    switch (c) {
+    case mr_check::ok: return post_result::ok;
+    case mr_check::bad_key: return post_result::bad_lkey;
+    case mr_check::access_denied: return post_result::bad_access;
+    case mr_check::out_of_bounds: return post_result::out_of_bounds;
+    }
+    return post_result::bad_lkey;
+}
+
+uint32_t packets_for(uint32_t len, uint32_t mtu) noexcept
+{
+    return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+} // namespace
+
+post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t now)
+{
+    if (c.state != conn_state::connecting && c.state != conn_state::established) {
+        return post_result::conn_not_usable;
+    }
+    if (wr.stream >= c.streams_n) {
+        return post_result::bad_stream;
+    }
+    if (wr.local.length > (1u << 31)) {
+        return post_result::too_long;
+    }
+    const bool is_read = wr.op == wr_opcode::read;
+    uint8_t* local = nullptr;
+    const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
+                                        is_read ? access::local_write : 0, &local);
+    if (mc != mr_check::ok) {
+        return from_check(mc);
+    }
+    send_slot& s = c.sq[c.next_msn % c.sq.size()];
+    if (s.in_use) {
+        return post_result::queue_full;
+    }
+    stream_state& ss = c.streams[wr.stream];
+    s = send_slot{};
+    s.in_use = true;
+    s.op = wire_op(wr.op);
+    s.msn = c.next_msn++;
+    s.ssn = ss.next_ssn++;
+    s.recv_seq = wire::info(s.op).consumes_recv ? ss.next_recv_seq++ : 0;
+    s.wr = wr;
+    s.local = local;
+    s.pkts_total = is_read ? 1 : packets_for(wr.local.length, c.mtu);
+    const int32_t idx = int32_t(s.msn % c.sq.size());
+    if (ss.tail == k_nil) {
+        ss.head = idx;
+    } else {
+        c.sq[ss.tail].next_in_stream = idx;
+    }
+    ss.tail = idx;
+    ++c.outstanding;
+    if (is_read) {
+        ++c.reads_outstanding;
+    }
+    if (c.state == conn_state::established) {
+        mark_ready(c);
+    }
+    (void)now;
+    return post_result::ok;
+}
+
+// Round robin over paths that are healthy and have window; suspect paths are used
+// only when no healthy one exists. Returns -1 when the connection window is full.
+int endpoint::impl::pick_path(connection& c) noexcept
+{
+    if (double(c.inflight) >= std::max(1.0, c.cc.cwnd)) {
+        return -1;
+    }
+    int fallback = -1;
+    for (uint32_t n = 0; n < c.paths; ++n) {
+        const uint32_t i = (c.rr_path + n) % c.paths;
+        path_tx& p = c.ptx[i];
+        if (double(p.inflight) >= std::max(1.0, p.cc.cwnd) ||
+            uint32_t(p.next_psn - p.una) >= k_path_window) {
+            continue;
+        }
+        if (p.suspect) {
+            if (fallback < 0) {
+                fallback = int(i);
+            }
+            continue;
+        }
+        c.rr_path = i + 1;
+        return int(i);
+    }
+    bool any_healthy = false;
+    for (const path_tx& p : c.ptx) {
+        any_healthy = any_healthy || !p.suspect;
+    }
+    return any_healthy ? -1 : fallback;
+}
+
+bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
+                                       tx_frame& f, bool retx) noexcept
+{
+    path_tx& p = c.ptx[path];
+    pkt_record& r = p.at(psn);
+    wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), p.plane, now);
+    b.psn = psn;
+    wire::msg_fields m;
+    const uint8_t* src = nullptr;
+    uint32_t msg_len = 0;
+    if (r.kind == rec_kind::request) {
+        const send_slot& s = c.sq[r.slot];
+        if (!s.in_use || s.msn != r.msn) {
+            return false;
+        }
+        b.op = s.op;
+        msg_len = s.wr.local.length;
+        m.stream = s.wr.stream;
+        m.msn = s.msn;
+        m.ssn = s.ssn;
+        m.recv_seq = s.recv_seq;
+        m.va = s.wr.remote_va;
+        m.rkey = s.wr.rkey;
+        m.imm = s.wr.imm;
+        src = s.op == wire::opcode::read_req ? nullptr : s.local;
+    } else {
+        const read_job& j = c.jobs[r.slot];
+        if (!j.in_use || j.msn != r.msn) {
+            return false;
+        }
+        msg_len = j.len;
+        m.stream = j.stream;
+        m.msn = j.msn;
+        src = j.src;
+    }
+    m.msg_len = msg_len;
+    m.offset = r.offset;
+    const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
+    b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
+    if (last || double(p.inflight) + 1 >= p.cc.cwnd || retx) {
+        b.flags |= wire::bth_flag::ack_req;
+    }
+    const size_t hdr = wire::build_data_headers(f.buf, b, m, r.len);
+    if (hdr == 0) {
+        return false;
+    }
+    if (r.len > 0) {
+        std::memcpy(f.buf.data() + hdr, src + r.offset, r.len);
+    }
+    f.len = hdr + r.len;
+    fill_frame_route(c, p.plane, p.udp_sport, f);
+    r.sent_ts = uint32_t(now);
+    r.xmit_no = ++p.xmit_counter;
+    ++p.tx_packets;
+    ++stats.tx_data_packets;
+    stats.tx_payload_bytes += r.len;
+    if (p.rto_deadline == k_no_deadline) {
+        p.rto_deadline = now + p.rto_ns;
+    }
+    return true;
+}
+
+bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    while (!c.retx_paths.empty()) {
+        const uint16_t path = c.retx_paths.front();
+        path_tx& p = c.ptx[path];
+        while (!p.retx.empty()) {
+            const uint32_t psn = p.retx.front();
+            p.retx.pop();
+            pkt_record& r = p.at(psn);
+            // Skip entries that were acknowledged after being queued.
+            if (r.state != rec_state::lost || seq_lt(psn, p.una)) {
+                continue;
+            }
+            if (!build_from_record(c, path, psn, now, f, true)) {
+                continue;
+            }
+            r.state = rec_state::in_flight;
+            ++r.retx;
+            ++p.retransmits;
+            ++stats.retransmits;
+            if (p.retx.empty()) {
+                c.retx_paths.pop();
+                p.in_retx_list = false;
+            }
+            return true;
+        }
+        c.retx_paths.pop();
+        p.in_retx_list = false;
+    }
+    return false;
+}
+
+bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    while (c.job_tx < c.job_count) {
+        const uint32_t ji = (c.job_head + c.job_tx) % c.jobs.size();
+        read_job& j = c.jobs[ji];
+        if (j.fully_sent) {
+            ++c.job_tx;
+            continue;
+        }
+        const int path = pick_path(c);
+        if (path < 0) {
+            return false;
+        }
+        path_tx& p = c.ptx[path];
+        const uint32_t psn = p.next_psn;
+        pkt_record& r = p.at(psn);
+        r = pkt_record{};
+        r.kind = rec_kind::read_resp;
+        r.slot = uint16_t(ji);
+        r.msn = j.msn;
+        r.offset = j.next_offset;
+        r.len = uint16_t(std::min<uint32_t>(c.mtu, j.len - j.next_offset));
+        if (!build_from_record(c, uint32_t(path), psn, now, f, false)) {
+            return false;
+        }
+        r.state = rec_state::in_flight;
+        ++p.next_psn;
+        ++p.inflight;
+        ++c.inflight;
+        j.next_offset += r.len;
+        if (j.next_offset >= j.len) {
+            j.fully_sent = true;
+            ++c.job_tx;
+        }
+        return true;
+    }
+    return false;
+}
+
+bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    while (c.tx_msn != c.next_msn) {
+        const uint32_t si = c.tx_msn % c.sq.size();
+        send_slot& s = c.sq[si];
+        if (!s.in_use || s.msn != c.tx_msn || s.done || s.fully_sent) {
+            ++c.tx_msn; // flushed or already sent
+            continue;
+        }
+        // The peer tracks at most max_msgs messages: wait until msn - max_msgs completed.
+        const uint32_t older = c.tx_msn - c.max_msgs;
+        const send_slot& o = c.sq[older % c.sq.size()];
+        if (o.in_use && o.msn == older) {
+            return false;
+        }
+        const int path = pick_path(c);
+        if (path < 0) {
+            return false;
+        }
+        path_tx& p = c.ptx[path];
+        const uint32_t psn = p.next_psn;
+        pkt_record& r = p.at(psn);
+        r = pkt_record{};
+        r.kind = rec_kind::request;
+        r.slot = uint16_t(si);
+        r.msn = s.msn;
+        r.offset = s.next_offset;
+        r.len = s.op == wire::opcode::read_req
+                    ? 0
+                    : uint16_t(std::min<uint32_t>(c.mtu, s.wr.local.length - s.next_offset));
+        if (!build_from_record(c, uint32_t(path), psn, now, f, false)) {
+            return false;
+        }
+        r.state = rec_state::in_flight;
+        ++p.next_psn;
+        ++p.inflight;
+        ++c.inflight;
+        s.next_offset += r.len;
+        if (s.op == wire::opcode::read_req || s.next_offset >= s.wr.local.length) {
+            s.fully_sent = true;
+            ++c.tx_msn;
+        }
+        return true;
+    }
+    return false;
+}
+
+} // namespace metaroce

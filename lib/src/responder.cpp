@@ -1,0 +1,374 @@
+// Responder: receive windows, checks, direct placement, in-stream commit and the
+// ACKs and NAKs that go back (spec 5.2, 5.4, 8).
+#include <algorithm>
+#include <cstring>
+
+#include "endpoint_impl.hpp"
+#include "metaroce/seq.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+namespace {
+
+enum class verdict : uint8_t { accepted, rnr, nak, drop };
+
+struct outcome {
+    verdict v = verdict::accepted;
+    wire::nak_reason reason = wire::nak_reason::invalid_request;
+};
+
+outcome nak(wire::nak_reason r) noexcept { return {verdict::nak, r}; }
+
+wire::nak_reason from_check(mr_check c) noexcept
+{
+    switch (c) {
+    case mr_check::bad_key: return wire::nak_reason::rkey_invalid;
+    case mr_check::access_denied: return wire::nak_reason::access_denied;
+    case mr_check::out_of_bounds: return wire::nak_reason::out_of_bounds;
+    case mr_check::ok: break;
+    }
+    return wire::nak_reason::invalid_request;
+}
+
+bool is_write(wire::opcode op) noexcept
+{
+    return op == wire::opcode::write || op == wire::opcode::write_imm;
+}
+
+// Copies a WRITE payload, keeping back the message's last bytes until commit so a
+// program polling the last byte sees it only after everything else has landed.
+void place_write(recv_slot& rs, uint32_t offset, std::span<const uint8_t> data) noexcept
+{
+    const uint32_t tail_start = rs.msg_len - rs.tail_len;
+    const uint32_t end = offset + uint32_t(data.size());
+    const uint32_t direct_end = std::min(end, tail_start);
+    if (direct_end > offset) {
+        std::memcpy(rs.dst + offset, data.data(), direct_end - offset);
+    }
+    for (uint32_t i = std::max(offset, tail_start); i < end; ++i) {
+        rs.tail[i - tail_start] = data[i - offset];
+    }
+}
+
+} // namespace
+
+post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv_wr& wr)
+{
+    if (c.state != conn_state::connecting && c.state != conn_state::established) {
+        return post_result::conn_not_usable;
+    }
+    if (stream >= c.streams_n) {
+        return post_result::bad_stream;
+    }
+    stream_state& ss = c.streams[stream];
+    if (ss.rq_posted - ss.rq_consumed >= ss.rq.size()) {
+        return post_result::queue_full;
+    }
+    uint8_t* host = nullptr;
+    const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
+                                        access::local_write, &host);
+    switch (mc) {
+    case mr_check::ok: break;
+    case mr_check::bad_key: return post_result::bad_lkey;
+    case mr_check::access_denied: return post_result::bad_access;
+    case mr_check::out_of_bounds: return post_result::out_of_bounds;
+    }
+    posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
+    r.wr_id = wr.wr_id;
+    r.host = host;
+    r.length = wr.local.length;
+    ++ss.rq_posted;
+    return post_result::ok;
+}
+
+void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
+{
+    path_rx& r = c.prx[path];
+    if (!r.ack_queued) {
+        r.ack_queued = c.ack_queue.push(uint16_t(path));
+    }
+    mark_ready(c);
+}
+
+void endpoint::impl::flush_delayed_acks(connection& c) noexcept
+{
+    for (uint32_t i = 0; i < c.prx.size(); ++i) {
+        if (c.prx[i].ack_delayed) {
+            queue_ack(c, i);
+        }
+    }
+}
+
+void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet_view& p,
+                             uint64_t now) noexcept
+{
+    if (c.state != conn_state::established && c.state != conn_state::error) {
+        ++stats.rx_invalid; // an initiator before ACCEPT: the peer will resend
+        return;
+    }
+    if (p.payload.size() > c.mtu) {
+        ++stats.rx_invalid;
+        return;
+    }
+    path_rx& r = c.prx[p.path];
+    r.reply_plane = m.plane;
+    r.reply_sport = m.udp_sport;
+    r.last_ts = p.tx_ts;
+    const sack_window::verdict w = r.win.classify(p.psn);
+    if (w != sack_window::verdict::fresh) {
+        ++(w == sack_window::verdict::duplicate ? stats.rx_duplicates : stats.rx_beyond_window);
+        queue_ack(c, p.path); // the sender may have missed our ACK
+        return;
+    }
+    outcome o;
+    if (c.state == conn_state::error) {
+        o = nak(c.has_fatal && p.msn == c.fatal_msn ? c.fatal_reason : wire::nak_reason::invalid_request);
+    } else if (p.op == wire::opcode::read_resp) {
+        send_slot& s = c.sq[p.msn % c.sq.size()];
+        if (!s.in_use || s.msn != p.msn || s.op != wire::opcode::read_req || s.done ||
+            p.msg_len != s.wr.local.length) {
+            o.v = verdict::drop;
+        } else {
+            if (!p.payload.empty()) {
+                std::memcpy(s.local + p.offset, p.payload.data(), p.payload.size());
+            }
+            s.resp_bytes += uint32_t(p.payload.size());
+            stats.rx_payload_bytes += p.payload.size();
+            if (s.resp_bytes >= s.wr.local.length) {
+                s.resp_complete = true;
+                on_read_resp_landed(c, s);
+            }
+        }
+    } else {
+        // Request packets: find or open the inbound message slot (keyed by msn).
+        if (p.stream >= c.streams_n) {
+            o = nak(wire::nak_reason::invalid_request);
+        } else {
+            recv_slot& rs = c.rslots[p.msn % c.rslots.size()];
+            stream_state& ss = c.streams[p.stream];
+            if (rs.in_use && rs.msn != p.msn) {
+                o.v = verdict::drop; // sender exceeded the message window
+            } else if (rs.in_use && (rs.op != p.op || rs.stream != p.stream || rs.ssn != p.ssn ||
+                                     rs.msg_len != p.msg_len || rs.va != p.va || rs.rkey != p.rkey)) {
+                o = nak(wire::nak_reason::invalid_request);
+            } else if (!rs.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
+                o.v = verdict::drop; // a message already committed
+            } else if (!rs.in_use) {
+                // First packet of this message to arrive: check it once, for all of it.
+                recv_slot n;
+                n.op = p.op;
+                n.stream = p.stream;
+                n.msn = p.msn;
+                n.ssn = p.ssn;
+                n.recv_seq = p.recv_seq;
+                n.msg_len = p.msg_len;
+                n.imm = p.imm;
+                n.va = p.va;
+                n.rkey = p.rkey;
+                const wire::opcode_info& oi = wire::info(p.op);
+                if (oi.consumes_recv &&
+                    (seq_lt(p.recv_seq, ss.rq_consumed) || !seq_lt(p.recv_seq, ss.rq_posted))) {
+                    o.v = seq_lt(p.recv_seq, ss.rq_consumed) ? verdict::drop : verdict::rnr;
+                } else if (oi.has_reth) {
+                    const uint32_t need = p.op == wire::opcode::read_req ? access::remote_read
+                                                                          : access::remote_write;
+                    const mr_check mc = mrs.check_remote(p.rkey, p.va, p.msg_len, need, &n.dst);
+                    if (mc != mr_check::ok) {
+                        o = nak(from_check(mc));
+                    }
+                } else {
+                    const posted_recv& pr = ss.rq[p.recv_seq % ss.rq.size()];
+                    if (p.msg_len > pr.length) {
+                        o = nak(wire::nak_reason::length_error);
+                    }
+                    n.dst = pr.host;
+                }
+                if (o.v == verdict::accepted) {
+                    n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
+                    n.in_use = true;
+                    rs = n;
+                }
+            }
+            if (o.v == verdict::accepted) {
+                if (is_write(rs.op)) {
+                    place_write(rs, p.offset, p.payload);
+                } else if (!p.payload.empty()) {
+                    std::memcpy(rs.dst + p.offset, p.payload.data(), p.payload.size());
+                }
+                rs.received += uint32_t(p.payload.size());
+                stats.rx_payload_bytes += p.payload.size();
+                if (rs.op == wire::opcode::read_req || rs.received >= rs.msg_len) {
+                    rs.next_pending = ss.pending;
+                    ss.pending = int32_t(p.msn % c.rslots.size());
+                    try_commit(c, p.stream);
+                }
+            }
+        }
+    }
+
+    switch (o.v) {
+    case verdict::accepted:
+    case verdict::drop: {
+        if (o.v == verdict::drop) {
+            ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
+        }
+        const uint32_t before = r.win.expected();
+        r.win.record(p.psn);
+        r.bytes_since_ack += uint32_t(p.payload.size());
+        r.rx_pkts = uint16_t(std::min<uint32_t>(0xffff, r.rx_pkts + 1u));
+        if (m.ce) {
+            r.ce_pkts = uint16_t(std::min<uint32_t>(0xffff, r.ce_pkts + 1u));
+            ++stats.rx_ce;
+        }
+        const bool now_ack = (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
+                             r.win.has_hole() || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
+        if (now_ack) {
+            queue_ack(c, p.path);
+        } else if (!r.ack_delayed) {
+            r.ack_delayed = true;
+            c.ack_deadline = std::min(c.ack_deadline, now + cfg.transport.ack_delay_ns);
+        }
+        break;
+    }
+    case verdict::rnr:
+    case verdict::nak: {
+        if (o.v == verdict::rnr) {
+            ++stats.rx_rnr;
+            o.reason = wire::nak_reason::rnr;
+        } else if (o.reason == wire::nak_reason::rkey_invalid ||
+                   o.reason == wire::nak_reason::access_denied ||
+                   o.reason == wire::nak_reason::out_of_bounds) {
+            ++stats.rx_access_errors;
+        }
+        nak_entry e;
+        e.path = p.path;
+        e.psn = p.psn;
+        e.hdr.reason = o.reason;
+        e.hdr.stream = wire::be16_t::from_host(p.stream);
+        e.hdr.msn = wire::be32_t::from_host(p.msn);
+        c.naks.push(e); // bounded; a lost NAK is repeated when the packet is resent
+        mark_ready(c);
+        if (o.v == verdict::nak && c.state != conn_state::error) {
+            c.has_fatal = true;
+            c.fatal_reason = o.reason;
+            c.fatal_msn = p.msn;
+            enter_error(c, wc_status::wr_flush_err);
+        }
+        break;
+    }
+    }
+}
+
+// Commits complete messages of a stream in ssn order: writes held tail bytes,
+// consumes receives and reports them, starts READ responses.
+void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
+{
+    stream_state& ss = c.streams[stream];
+    for (;;) {
+        int32_t* link = &ss.pending;
+        while (*link != k_nil && c.rslots[*link].ssn != ss.commit_ssn) {
+            link = &c.rslots[*link].next_pending;
+        }
+        if (*link == k_nil) {
+            return;
+        }
+        recv_slot& rs = c.rslots[*link];
+        const wire::opcode_info& oi = wire::info(rs.op);
+        if (rs.op == wire::opcode::read_req) {
+            if (c.job_count == c.jobs.size()) {
+                return; // resumed when a job finishes
+            }
+            read_job& j = c.jobs[(c.job_head + c.job_count) % c.jobs.size()];
+            j = read_job{};
+            j.in_use = true;
+            j.stream = rs.stream;
+            j.msn = rs.msn;
+            j.src = rs.dst;
+            j.len = rs.msg_len;
+            j.pkts_total = rs.msg_len == 0 ? 1 : (rs.msg_len + c.mtu - 1) / c.mtu;
+            ++c.job_count;
+            mark_ready(c);
+        } else if (oi.consumes_recv) {
+            const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
+            completion wc;
+            wc.wr_id = pr.wr_id;
+            wc.conn = c.id;
+            wc.stream = stream;
+            wc.op = rs.op == wire::opcode::write_imm ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv;
+            wc.byte_len = rs.msg_len;
+            wc.has_imm = oi.has_imm;
+            wc.imm = rs.imm;
+            if (!push_cq(c, wc)) {
+                return; // resumed by poll_cq
+            }
+            ++ss.rq_consumed;
+        }
+        if (rs.tail_len > 0) {
+            std::memcpy(rs.dst + rs.msg_len - rs.tail_len, rs.tail, rs.tail_len);
+        }
+        *link = rs.next_pending;
+        rs.in_use = false;
+        ++ss.commit_ssn;
+        ++c.rx_msgs_committed;
+    }
+}
+
+void endpoint::impl::on_job_done(connection& c) noexcept
+{
+    while (c.job_count > 0 && c.jobs[c.job_head].done) {
+        c.jobs[c.job_head] = read_job{};
+        c.job_head = (c.job_head + 1) % c.jobs.size();
+        --c.job_count;
+        --c.job_tx;
+    }
+    for (uint16_t s = 0; s < c.streams.size(); ++s) {
+        try_commit(c, s); // a READ may have waited for a free job
+    }
+}
+
+bool endpoint::impl::produce_nak(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (c.naks.empty()) {
+        return false;
+    }
+    const nak_entry e = c.naks.front();
+    c.naks.pop();
+    const path_rx& r = c.prx[e.path];
+    wire::bth_fields b = bth_for(c, wire::opcode::nak, e.path, r.reply_plane, now);
+    b.psn = e.psn;
+    f.len = wire::build_nak(f.buf, b, e.hdr);
+    fill_frame_route(c, r.reply_plane, r.reply_sport, f);
+    ++stats.tx_naks;
+    return f.len > 0;
+}
+
+bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (c.ack_queue.empty()) {
+        return false;
+    }
+    const uint16_t path = c.ack_queue.front();
+    c.ack_queue.pop();
+    path_rx& r = c.prx[path];
+    r.ack_queued = false;
+    r.ack_delayed = false;
+    wire::bth_fields b = bth_for(c, wire::opcode::ack, uint8_t(path), r.reply_plane, now);
+    b.psn = r.win.expected();
+    wire::ack_header a{};
+    a.ts_echo = wire::be32_t::from_host(r.last_ts);
+    a.rate_hint_mbps = wire::be32_t::from_host(0);
+    a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
+    a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
+    r.win.to_wire(a.sack);
+    r.rx_pkts = 0;
+    r.ce_pkts = 0;
+    r.bytes_since_ack = 0;
+    f.len = wire::build_ack(f.buf, b, a);
+    fill_frame_route(c, r.reply_plane, r.reply_sport, f);
+    ++stats.tx_acks;
+    return f.len > 0;
+}
+
+} // namespace metaroce

@@ -1,0 +1,89 @@
+#include "metaroce/sack_window.hpp"
+
+#include "metaroce/seq.hpp"
+
+namespace metaroce {
+
+sack_window::verdict sack_window::classify(uint32_t psn) const noexcept
+{
+    const int32_t d = seq_diff(psn, expected_);
+    if (d < 0) {
+        return verdict::duplicate;
+    }
+    if (uint32_t(d) >= wire::k_sack_bits) {
+        return verdict::beyond_window;
+    }
+    return received(psn) ? verdict::duplicate : verdict::fresh;
+}
+
+bool sack_window::received(uint32_t psn) const noexcept
+{
+    const int32_t d = seq_diff(psn, expected_);
+    if (d < 0) {
+        return true;
+    }
+    if (uint32_t(d) >= wire::k_sack_bits) {
+        return false;
+    }
+    return (bits_[uint32_t(d) / 64] >> (uint32_t(d) % 64)) & 1u;
+}
+
+void sack_window::record(uint32_t psn) noexcept
+{
+    const int32_t d = seq_diff(psn, expected_);
+    if (d < 0 || uint32_t(d) >= wire::k_sack_bits) {
+        return;
+    }
+    bits_[uint32_t(d) / 64] |= uint64_t(1) << (uint32_t(d) % 64);
+    // Advance over the run of received PSNs at the front.
+    uint32_t run = 0;
+    for (uint32_t w = 0; w < k_words; ++w) {
+        if (bits_[w] == ~uint64_t(0)) {
+            run += 64;
+            continue;
+        }
+        run += uint32_t(__builtin_ctzll(~bits_[w]));
+        break;
+    }
+    if (run > 0) {
+        shift(run);
+    }
+}
+
+void sack_window::shift(uint32_t n) noexcept
+{
+    expected_ += n;
+    if (n >= wire::k_sack_bits) {
+        bits_.fill(0);
+        return;
+    }
+    const uint32_t words = n / 64;
+    const uint32_t bits = n % 64;
+    for (uint32_t w = 0; w < k_words; ++w) {
+        const uint32_t src = w + words;
+        uint64_t lo = src < k_words ? bits_[src] : 0;
+        uint64_t hi = src + 1 < k_words ? bits_[src + 1] : 0;
+        bits_[w] = bits == 0 ? lo : (lo >> bits) | (hi << (64 - bits));
+    }
+}
+
+bool sack_window::has_hole() const noexcept
+{
+    for (auto w : bits_) {
+        if (w != 0) {
+            return true; // bit 0 is never set after record(), so any set bit is above a hole
+        }
+    }
+    return false;
+}
+
+void sack_window::to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept
+{
+    for (uint32_t w = 0; w < k_words; ++w) {
+        for (uint32_t b = 0; b < 8; ++b) {
+            out[w * 8 + b] = uint8_t(bits_[w] >> (8 * b));
+        }
+    }
+}
+
+} // namespace metaroce
