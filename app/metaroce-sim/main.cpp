@@ -1,0 +1,111 @@
+// metaroce-sim SCENARIO.json [--seed N] [--quiet]: runs one scenario on the fabric
+// model and prints the result as JSON on stdout. Exit 2 on a bad scenario or usage.
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "sim/scenario_json.hpp"
+#include "sim/simulator.hpp"
+
+namespace {
+
+constexpr int k_exit_usage = 2;
+
+struct options {
+    std::string path;
+    std::optional<uint64_t> seed;
+    bool quiet = false;
+};
+
+int usage(const std::string& why)
+{
+    std::cerr << "metaroce-sim: " << why << "\n"
+              << "usage: metaroce-sim SCENARIO.json [--seed N] [--quiet]   (- reads stdin)\n";
+    return k_exit_usage;
+}
+
+// Returns an error message, empty on success.
+std::string parse_args(int argc, char** argv, options& o)
+{
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--quiet" || a == "-q") {
+            o.quiet = true;
+        } else if (a == "--seed") {
+            if (i + 1 >= argc) {
+                return "--seed needs a value";
+            }
+            const std::string_view v = argv[++i];
+            uint64_t n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc{} || end != v.data() + v.size()) {
+                return "--seed must be a non-negative integer, got '" + std::string(v) + "'";
+            }
+            o.seed = n;
+        } else if (a == "-h" || a == "--help") {
+            return "help";
+        } else if (a.size() > 1 && a[0] == '-') {
+            return "unknown option '" + std::string(a) + "'";
+        } else if (o.path.empty()) {
+            o.path = a;
+        } else {
+            return "more than one scenario given";
+        }
+    }
+    return o.path.empty() ? "no scenario given" : "";
+}
+
+bool read_text(const std::string& path, std::string& out)
+{
+    std::ostringstream ss;
+    if (path == "-") {
+        ss << std::cin.rdbuf();
+    } else {
+        std::ifstream f(path);
+        if (!f) {
+            return false;
+        }
+        ss << f.rdbuf();
+    }
+    out = ss.str();
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    options o;
+    if (const auto err = parse_args(argc, argv, o); !err.empty()) {
+        return usage(err);
+    }
+    std::string text;
+    if (!read_text(o.path, text)) {
+        return usage("cannot read '" + o.path + "'");
+    }
+    metaroce::sim::scenario s;
+    try {
+        s = metaroce::sim::parse_scenario_text(text);
+    } catch (const metaroce::sim::scenario_error& e) {
+        std::cerr << "metaroce-sim: " << o.path << ": " << e.what() << "\n";
+        return k_exit_usage;
+    }
+    if (o.seed) {
+        s.seed = *o.seed;
+    }
+    if (!o.quiet) {
+        std::cerr << "metaroce-sim: running '" << s.name << "' (seed " << s.seed << ")\n";
+    }
+    metaroce::sim::simulator sim(s);
+    const auto r = sim.run();
+    std::cout << metaroce::sim::to_json(r).dump(2) << "\n";
+    if (!o.quiet) {
+        std::fprintf(stderr, "metaroce-sim: %s, %.3f Gb/s, %.3f s wall, %.0f events/s\n",
+                     r.stop_reason.c_str(), r.goodput_gbps, r.wall_time_s, r.events_per_second);
+    }
+    return 0;
+}

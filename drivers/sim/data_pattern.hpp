@@ -1,0 +1,24 @@
+// The bytes of message i of connection c: cheap to generate, different for every
+// (connection, message, offset), so a misplaced or stale byte cannot pass a memcmp.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "sim/rng.hpp"
+
+namespace metaroce::sim {
+
+inline void fill_pattern(uint8_t* dst, uint64_t len, uint32_t conn, uint64_t msg) noexcept
+{
+    const uint64_t base = splitmix64((uint64_t(conn) << 40) ^ msg);
+    uint64_t k = 0;
+    for (; (k + 1) * 8 <= len; ++k) {
+        const uint64_t w = (base ^ k) * 0x9E3779B97F4A7C15ull;
+        std::memcpy(dst + k * 8, &w, 8);
+    }
+    const uint64_t tail = (base ^ k) * 0x9E3779B97F4A7C15ull;
+    std::memcpy(dst + k * 8, &tail, len - k * 8);
+}
+
+} // namespace metaroce::sim

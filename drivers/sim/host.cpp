@@ -1,0 +1,196 @@
+#include "sim/host.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "metaroce/wire/codec.hpp"
+#include "sim/rng.hpp"
+#include "sim/wire_size.hpp"
+
+namespace metaroce::sim {
+
+namespace {
+// Packets per NIC port the driver lets queue: enough to keep the wire busy while
+// the next one is pulled, few enough that the core's pacing and windows decide.
+constexpr uint64_t k_nic_packets_per_plane = 2;
+
+endpoint_config make_config(uint32_t index, const scenario& s)
+{
+    endpoint_config c;
+    c.local_addr = host_addr(index);
+    c.accept_incoming = true;
+    c.seed = derive_seed(s.seed, 0xE9000000ull + index);
+    c.transport = s.transport;
+    return c;
+}
+} // namespace
+
+host::host(uint32_t index, const scenario& s, event_queue& q, fabric& net, packet_pool& pool)
+    : index_(index),
+      planes_(s.topology.planes),
+      hosts_(s.topology.hosts),
+      ep_(make_config(index, s)),
+      q_(q),
+      net_(net),
+      pool_(pool)
+{
+    const uint32_t max_wire = wire_bytes(uint32_t(wire::max_packet_len(s.transport.mtu)));
+    pkt_time_ = sim_time(double(max_wire) * 8000.0 / s.topology.link_gbps);
+    backlog_limit_ = pkt_time_ * k_nic_packets_per_plane * planes_;
+}
+
+void host::on_packet(uint32_t pkt, sim_time now)
+{
+    const packet_meta& m = pool_.meta(pkt);
+    const rx_meta rx{host_addr(m.src_host), m.plane, m.udp_sport, m.ce};
+    ++stats_.rx_delivered;
+    ep_.on_packet(rx, pool_.buffer(pkt).first(m.len), to_ns(now));
+    pool_.free(pkt);
+    settle(now, false);
+}
+
+void host::on_timer_event(sim_time scheduled, sim_time now)
+{
+    // Only the earliest armed timer runs; superseded events are skipped.
+    if (scheduled != timer_at_) {
+        return;
+    }
+    timer_at_ = k_never;
+    ++stats_.timer_calls;
+    ep_.on_timer(to_ns(now));
+    settle(now, true);
+}
+
+void host::on_tx_wake(sim_time scheduled, sim_time now)
+{
+    if (scheduled != wake_at_) {
+        return;
+    }
+    wake_at_ = k_never;
+    settle(now, false);
+}
+
+void host::settle(sim_time now, bool after_timer)
+{
+    drain(now);
+    pump_tx(now);
+    drain(now);
+    arm_timer(now, after_timer);
+}
+
+void host::drain(sim_time now)
+{
+    // The listener may post more work while we drain; loop until both are empty.
+    for (;;) {
+        const size_t nev = ep_.poll_events(ev_buf_);
+        for (size_t i = 0; i < nev; ++i) {
+            if (listener_ != nullptr) {
+                listener_->on_conn_event(index_, ev_buf_[i], now);
+            }
+        }
+        const size_t ncq = ep_.poll_cq(cq_buf_);
+        for (size_t i = 0; i < ncq; ++i) {
+            if (listener_ != nullptr) {
+                listener_->on_completion(index_, cq_buf_[i], now);
+            }
+        }
+        if (nev == 0 && ncq == 0) {
+            return;
+        }
+    }
+}
+
+// Time the NIC ports need to send what they hold, summed over planes.
+sim_time host::egress_backlog(sim_time now) const noexcept
+{
+    uint64_t total = 0;
+    for (uint32_t p = 0; p < planes_; ++p) {
+        const sim_time busy = net_.nic_busy_until(index_, p);
+        if (busy > now) {
+            total += busy - now;
+        }
+    }
+    return total;
+}
+
+void host::pump_tx(sim_time now)
+{
+    while (egress_backlog(now) < backlog_limit_) {
+        const uint32_t pkt = pool_.alloc();
+        tx_frame f;
+        f.buf = pool_.buffer(pkt);
+        if (!ep_.poll_tx(to_ns(now), f)) {
+            pool_.free(pkt);
+            return;
+        }
+        ++stats_.tx_pulls;
+        const uint32_t dst = f.dst_addr - k_host_addr_base;
+        if ((f.dst_addr & 0xFFFF0000u) != k_host_addr_base || dst >= hosts_ || f.plane >= planes_ ||
+            f.len == 0 || f.len > f.buf.size()) {
+            ++stats_.bad_tx_frames;
+            pool_.free(pkt);
+            continue;
+        }
+        packet_meta& m = pool_.meta(pkt);
+        m.src_host = index_;
+        m.dst_host = dst;
+        m.len = uint32_t(f.len);
+        m.wire_bytes = wire_bytes(m.len);
+        m.udp_sport = f.udp_sport;
+        m.plane = f.plane;
+        m.ect = f.ect;
+        m.ce = false;
+        net_.transmit(pkt, now);
+    }
+    const sim_time wake = drain_time(now);
+    if (wake < wake_at_) {
+        wake_at_ = wake;
+        q_.push(wake, event_kind::tx_wake, index_);
+    }
+}
+
+// Earliest time the summed NIC backlog falls below the limit again. The sum is
+// piecewise linear: between two ports' busy_until it falls at one rate per busy port.
+sim_time host::drain_time(sim_time now) const noexcept
+{
+    std::array<sim_time, k_max_planes> busy{};
+    size_t n = 0;
+    for (uint32_t p = 0; p < planes_; ++p) {
+        const sim_time b = net_.nic_busy_until(index_, p);
+        if (b > now) {
+            busy[n++] = b;
+        }
+    }
+    std::sort(busy.begin(), busy.begin() + long(n), std::greater<>());
+    sim_time sum = 0;
+    for (size_t k = 0; k < n; ++k) {
+        sum += busy[k];
+        const sim_time lower = k + 1 < n ? busy[k + 1] : now;
+        // Here backlog(t) = sum - (k+1) t; it is below the limit past t.
+        const sim_time t = (sum - std::min(sum, backlog_limit_)) / (k + 1) + 1;
+        if (t >= lower) {
+            return std::max(t, now + 1);
+        }
+    }
+    return now + 1;
+}
+
+void host::arm_timer(sim_time now, bool after_timer)
+{
+    const uint64_t next_ns = ep_.next_timer();
+    if (next_ns >= to_ns(k_never)) {
+        return; // k_no_deadline, or beyond anything a run reaches
+    }
+    sim_time at = std::max(from_ns(next_ns), now);
+    // A timer that is still due right after on_timer() ran waits a nanosecond, so a
+    // core that keeps reporting "now" cannot stall virtual time.
+    if (after_timer && at <= now) {
+        at = now + k_ps_per_ns;
+    }
+    if (at < timer_at_) {
+        timer_at_ = at;
+        q_.push(at, event_kind::host_timer, index_);
+    }
+}
+
+} // namespace metaroce::sim

@@ -1,0 +1,136 @@
+#include "sim/result.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace metaroce::sim {
+
+namespace {
+// Nearest-rank percentile of sorted samples.
+double percentile(const std::vector<double>& sorted, double p)
+{
+    const auto rank = size_t(std::ceil(p * double(sorted.size())));
+    return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+// Three decimals keep the output readable and stable across libm versions.
+double round3(double v)
+{
+    return std::round(v * 1000) / 1000;
+}
+} // namespace
+
+fct_summary summarize_fct(std::vector<double> samples)
+{
+    fct_summary f;
+    if (samples.empty()) {
+        return f;
+    }
+    std::sort(samples.begin(), samples.end());
+    f.p50_us = percentile(samples, 0.50);
+    f.p99_us = percentile(samples, 0.99);
+    f.max_us = samples.back();
+    return f;
+}
+
+void accumulate(counters& into, const counters& c) noexcept
+{
+    into.rx_packets += c.rx_packets;
+    into.rx_bytes += c.rx_bytes;
+    into.tx_packets += c.tx_packets;
+    into.tx_bytes += c.tx_bytes;
+    into.tx_data_packets += c.tx_data_packets;
+    into.tx_payload_bytes += c.tx_payload_bytes;
+    into.rx_payload_bytes += c.rx_payload_bytes;
+    into.tx_acks += c.tx_acks;
+    into.rx_acks += c.rx_acks;
+    into.tx_naks += c.tx_naks;
+    into.rx_naks += c.rx_naks;
+    into.retransmits += c.retransmits;
+    into.timeouts += c.timeouts;
+    into.reroutes += c.reroutes;
+    into.rx_ce += c.rx_ce;
+    into.rx_duplicates += c.rx_duplicates;
+    into.rx_beyond_window += c.rx_beyond_window;
+    into.rx_unknown_conn += c.rx_unknown_conn;
+    into.rx_wrong_peer += c.rx_wrong_peer;
+    into.rx_bad_path += c.rx_bad_path;
+    into.rx_invalid += c.rx_invalid;
+    into.rx_stale_ack += c.rx_stale_ack;
+    into.rx_rnr += c.rx_rnr;
+    into.rx_access_errors += c.rx_access_errors;
+    into.completions += c.completions;
+    into.conn_errors += c.conn_errors;
+    for (size_t i = 0; i < c.rx_malformed.size(); ++i) {
+        into.rx_malformed[i] += c.rx_malformed[i];
+    }
+}
+
+nlohmann::ordered_json to_json(const sim_result& r)
+{
+    const auto& w = r.work;
+    const auto& h = r.hosts;
+    nlohmann::ordered_json j;
+    j["scenario"] = r.name;
+    j["seed"] = r.seed;
+    j["stop_reason"] = r.stop_reason;
+    j["completed"] = r.completed;
+    j["data_verified"] = r.data_verified;
+    j["goodput_gbps"] = round3(r.goodput_gbps);
+    j["loss_free_bound_gbps"] = round3(r.loss_free_bound_gbps);
+    j["fct_us"] = {{"p50", round3(r.fct.p50_us)}, {"p99", round3(r.fct.p99_us)},
+                   {"max", round3(r.fct.max_us)}};
+    j["messages"] = {{"total", w.messages_total},
+                     {"completed", w.messages_completed},
+                     {"verified", w.messages_verified},
+                     {"failed", w.messages_failed},
+                     {"data_mismatches", w.data_mismatches},
+                     {"recv_completions", w.recv_completions},
+                     {"recv_mismatches", w.recv_mismatches}};
+    j["payload_bytes"] = w.payload_bytes;
+    j["connections"] = r.connections;
+    j["connection_errors"] = r.connection_errors();
+    j["connection_errors_detail"] = {{"error_events", w.conn_error_events},
+                                     {"error_completions", w.error_completions},
+                                     {"connect_failures", w.connect_failures},
+                                     {"post_failures", w.post_failures},
+                                     {"recv_post_failures", w.recv_post_failures}};
+    j["retransmitted_packets"] = h.retransmits;
+    j["timeouts"] = h.timeouts;
+    j["reroutes"] = h.reroutes;
+    j["dropped_packets"] = r.net.drops();
+    j["drops"] = {{"loss_model", r.net.loss_drops},
+                  {"buffer", r.net.buffer_drops},
+                  {"failure", r.net.failure_drops}};
+    j["ecn_marked"] = r.net.ecn_marked;
+    j["fabric_packets"] = {{"injected", r.net.injected},
+                           {"delivered", r.net.delivered},
+                           {"bad_tx_frames", r.bad_tx_frames},
+                           {"peak_in_flight", r.peak_packets_in_flight}};
+    j["endpoints"] = {{"tx_packets", h.tx_packets},
+                      {"tx_data_packets", h.tx_data_packets},
+                      {"tx_acks", h.tx_acks},
+                      {"tx_naks", h.tx_naks},
+                      {"rx_packets", h.rx_packets},
+                      {"rx_ce", h.rx_ce},
+                      {"rx_duplicates", h.rx_duplicates},
+                      {"rx_beyond_window", h.rx_beyond_window},
+                      {"rx_rnr", h.rx_rnr},
+                      {"rx_stale_ack", h.rx_stale_ack},
+                      {"rx_unknown_conn", h.rx_unknown_conn},
+                      {"rx_invalid", h.rx_invalid},
+                      {"rx_access_errors", h.rx_access_errors},
+                      {"rx_malformed", h.rx_malformed_total()},
+                      {"conn_errors", h.conn_errors}};
+    j["virtual_time_us"] = round3(r.virtual_time_us);
+    j["events"] = r.events;
+    j["events_by_kind"] = {{"arrival", r.events_by_kind[size_t(event_kind::arrival)]},
+                           {"host_timer", r.events_by_kind[size_t(event_kind::host_timer)]},
+                           {"tx_wake", r.events_by_kind[size_t(event_kind::tx_wake)]},
+                           {"fault", r.events_by_kind[size_t(event_kind::fault)]}};
+    j["wall_time_s"] = round3(r.wall_time_s);
+    j["events_per_second"] = std::round(r.events_per_second);
+    return j;
+}
+
+} // namespace metaroce::sim

@@ -1,0 +1,77 @@
+// Everything one model run needs, with the defaults a scenario file may omit.
+// doc/model.md lists every key; scenario_json.cpp maps the file onto these structs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "metaroce/config.hpp"
+#include "metaroce/verbs_types.hpp"
+
+namespace metaroce::sim {
+
+inline constexpr uint32_t k_max_planes = 16;
+
+struct topology_params {
+    uint32_t hosts = 16;
+    uint32_t planes = 2;
+    uint32_t spines_per_plane = 4;
+    uint32_t hosts_per_leaf = 4;
+    double link_gbps = 100;
+    uint64_t link_delay_ns = 1000;
+    uint64_t switch_buffer_bytes = 1u << 20;
+    uint64_t ecn_threshold_bytes = 100'000;
+
+    uint32_t leaves() const noexcept { return (hosts + hosts_per_leaf - 1) / hosts_per_leaf; }
+};
+
+enum class loss_kind : uint8_t { none, iid, gilbert };
+
+struct loss_params {
+    loss_kind model = loss_kind::none;
+    double rate = 0;   // mean fraction of packets lost
+    double burst = 1;  // gilbert: mean packets per loss burst
+};
+
+enum class fault_action : uint8_t { fail_plane, restore_plane, fail_link, restore_link };
+
+// A link is named by plane and either (leaf, spine) or host (its host-leaf link).
+struct fault_event {
+    uint64_t at_ns = 0;
+    fault_action action = fault_action::fail_plane;
+    uint32_t plane = 0;
+    std::optional<uint32_t> leaf;
+    std::optional<uint32_t> spine;
+    std::optional<uint32_t> host;
+};
+
+enum class pattern_kind : uint8_t { pairs, incast, alltoall };
+
+struct workload_params {
+    pattern_kind pattern = pattern_kind::pairs;
+    uint32_t senders = 1;
+    uint64_t message_bytes = 65536;
+    uint64_t messages = 16;          // per connection
+    wr_opcode op = wr_opcode::write;
+    uint16_t streams = 1;
+    uint32_t outstanding = 8;        // messages in flight per connection
+    uint32_t connections = 1;        // per sender-receiver pair
+};
+
+struct scenario {
+    std::string name = "unnamed";
+    uint64_t seed = 1;
+    std::optional<uint64_t> duration_ns;  // stop here even if messages are pending
+    topology_params topology;
+    transport_config transport;           // planes is set from topology.planes
+    loss_params loss;
+    std::vector<fault_event> events;
+    workload_params workload;
+};
+
+// Hard stop when a scenario gives no duration, so a stuck transport cannot run forever.
+inline constexpr uint64_t k_default_time_limit_ns = 10'000'000'000ull;
+
+} // namespace metaroce::sim
