@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 
 namespace {
 
+constexpr int k_exit_failed = 1;
 constexpr int k_exit_usage = 2;
 
 struct options {
@@ -107,5 +109,6 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "metaroce-sim: %s, %.3f Gb/s, %.3f s wall, %.0f events/s\n",
                      r.stop_reason.c_str(), r.goodput_gbps, r.wall_time_s, r.events_per_second);
     }
-    return 0;
+    const bool ok = r.data_verified || r.stop_reason == "duration";
+    return ok ? 0 : k_exit_failed;
 }

@@ -1,0 +1,91 @@
+// Scenario files: defaults, and errors that name the offending key.
+#include <catch2/catch.hpp>
+
+#include "sim/scenario_json.hpp"
+
+using namespace metaroce;
+using namespace metaroce::sim;
+
+namespace {
+std::string error_of(const std::string& text)
+{
+    try {
+        parse_scenario_text(text);
+    } catch (const scenario_error& e) {
+        return e.what();
+    }
+    return "";
+}
+} // namespace
+
+TEST_CASE("an empty scenario takes every default", "[scenario]")
+{
+    const scenario s = parse_scenario_text("{}");
+    CHECK(s.topology.hosts == 16);
+    CHECK(s.topology.planes == 2);
+    CHECK(s.transport.planes == 2);
+    CHECK(s.transport.mtu == 4096);
+    CHECK(s.loss.model == loss_kind::none);
+    CHECK(s.workload.op == wr_opcode::write);
+    CHECK_FALSE(s.duration_ns.has_value());
+}
+
+TEST_CASE("scenario keys map onto the model and transport", "[scenario]")
+{
+    const scenario s = parse_scenario_text(R"({
+        "name": "x", "seed": 42, "duration_us": 1.5,
+        "topology": {"hosts": 8, "planes": 4, "link_gbps": 400, "hosts_per_leaf": 2},
+        "transport": {"mtu": 1024, "paths_per_connection": 32, "min_rto_us": 50, "ack_every_bytes": 8192},
+        "faults": {"loss": {"model": "gilbert", "rate": 0.01, "burst": 3},
+                   "events": [{"at_us": 10, "action": "fail_link", "plane": 3, "leaf": 1, "spine": 0},
+                              {"at_us": 20, "action": "restore_plane", "plane": 2}]},
+        "workload": {"pattern": "incast", "senders": 7, "op": "read", "streams": 3}
+    })");
+    CHECK(s.name == "x");
+    CHECK(s.seed == 42);
+    CHECK(s.duration_ns == 1500u);
+    CHECK(s.topology.leaves() == 4);
+    CHECK(s.transport.planes == 4);
+    CHECK(s.transport.paths == 32);
+    CHECK(s.transport.min_rto_ns == 50'000u);
+    CHECK(s.transport.ack_every_bytes == 8192u);
+    CHECK(s.loss.model == loss_kind::gilbert);
+    REQUIRE(s.events.size() == 2);
+    CHECK(s.events[0].at_ns == 10'000u);
+    CHECK(s.events[0].action == fault_action::fail_link);
+    CHECK(*s.events[0].leaf == 1);
+    CHECK(s.events[1].action == fault_action::restore_plane);
+    CHECK(s.workload.pattern == pattern_kind::incast);
+    CHECK(s.workload.op == wr_opcode::read);
+}
+
+TEST_CASE("scenario errors name the key", "[scenario]")
+{
+    using Catch::Matchers::Contains;
+    CHECK_THAT(error_of(R"({"topology": {"hosts": 8, "spine": 2}})"),
+               Contains("unknown key 'topology.spine'"));
+    CHECK_THAT(error_of(R"({"workloads": {}})"), Contains("unknown key 'workloads'"));
+    CHECK_THAT(error_of(R"({"topology": {"hosts": "8"}})"),
+               Contains("'topology.hosts' must be a non-negative integer, got string"));
+    CHECK_THAT(error_of(R"({"topology": {"hosts": 2.5}})"), Contains("'topology.hosts'"));
+    CHECK_THAT(error_of(R"({"topology": {"hosts": 1}})"),
+               Contains("'topology.hosts' must be in [2, 65535], got 1"));
+    CHECK_THAT(error_of(R"({"faults": {"loss": {"model": "bursty"}}})"),
+               Contains("'faults.loss.model' must be one of none, iid, gilbert"));
+    CHECK_THAT(error_of(R"({"faults": {"loss": {"rate": "high"}}})"),
+               Contains("'faults.loss.rate' must be a number"));
+    CHECK_THAT(error_of(R"({"workload": {"op": "atomic"}})"), Contains("'workload.op'"));
+    CHECK_THAT(error_of(R"({"workload": {"senders": 16, "pattern": "incast"}})"),
+               Contains("'workload.senders'"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_plane"}]}})"),
+               Contains("'faults.events[0].plane' is required"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_plane", "plane": 2}]}})"),
+               Contains("'faults.events[0].plane' must be below topology.planes"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_link", "plane": 0, "leaf": 0}]}})"),
+               Contains("'faults.events[0]' names a link"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_link", "plane": 0, "leaf": 9, "spine": 0}]}})"),
+               Contains("'faults.events[0].leaf' must be below the number of leaves"));
+    CHECK_THAT(error_of(R"({"faults": {"events": {}}})"), Contains("'faults.events' must be an array"));
+    CHECK_THAT(error_of(R"({"topology": [1]})"), Contains("'topology' must be an object"));
+    CHECK_THAT(error_of("{"), Contains("invalid JSON"));
+}
