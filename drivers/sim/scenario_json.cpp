@@ -97,6 +97,7 @@ void parse_transport(const json_reader& r, transport_config& t)
     read_us(r, "initial_rtt_us", t.initial_rtt_ns, 1e6);
     read_us(r, "min_rto_us", t.min_rto_ns, 1e7);
     read_us(r, "max_rto_us", t.max_rto_ns, 1e8);
+    read_us(r, "connect_retry_us", t.connect_retry_ns, 1e7);
     r.read_uint("max_timeouts", t.max_timeouts, 1, 1'000'000);
     r.read_uint("reroute_after", t.reroute_after, 1, 1'000'000);
     r.read_uint("replane_after", t.replane_after, 1, 1'000'000);
@@ -221,7 +222,7 @@ scenario parse_scenario(const nlohmann::json& j)
         parse_transport(json_reader(r.at("transport"), "transport",
                                     {"mtu", "paths_per_connection", "max_streams", "max_msgs",
                                      "rq_depth", "ack_every_bytes", "ack_delay_ns",
-                                     "initial_rtt_us", "min_rto_us", "max_rto_us", "max_timeouts",
+                                     "initial_rtt_us", "min_rto_us", "max_rto_us", "connect_retry_us", "max_timeouts",
                                      "reroute_after", "replane_after", "path_cwnd_init",
                                      "conn_cwnd_init", "conn_cwnd_max"}),
                         s.transport);
