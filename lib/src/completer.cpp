@@ -280,8 +280,9 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         if (c.planes > 1 && t.replane_after > 0 && p.timeouts % t.replane_after == 0) {
             p.plane = uint8_t((p.plane + 1) % c.planes);
         }
-        p.rto_ns = std::min(p.rto_ns * 2, t.max_rto_ns);
-        p.rto_deadline = now + p.rto_ns;
+        // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
+        const uint64_t backoff = p.rto_ns << std::min(p.timeouts, t.max_backoff_shift);
+        p.rto_deadline = now + std::min(backoff, t.max_rto_ns);
     }
     mark_ready(c);
 }

@@ -1,0 +1,195 @@
+// Two endpoints joined by an in-memory wire with a fixed one-way delay. Tests use
+// it to drive the real core, capture what is sent and drop or alter chosen packets.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "metaroce/endpoint.hpp"
+#include "metaroce/wire/codec.hpp"
+
+namespace metaroce::test {
+
+struct captured {
+    uint64_t deliver_at = 0;
+    int to = 0;                 // 0 = a, 1 = b
+    rx_meta meta;
+    tx_frame frame;             // route fields as the sender set them
+    std::vector<uint8_t> bytes;
+    wire::packet_view view() const { return wire::parse(bytes).pkt; }
+};
+
+class pair_harness {
+public:
+    static constexpr uint32_t k_addr_a = 0x0a000001;
+    static constexpr uint32_t k_addr_b = 0x0a000002;
+
+    explicit pair_harness(transport_config t = {}, uint64_t delay_ns = 1000)
+        : delay_(delay_ns)
+    {
+        endpoint_config ca;
+        ca.local_addr = k_addr_a;
+        ca.transport = t;
+        ca.seed = 11;
+        endpoint_config cb = ca;
+        cb.local_addr = k_addr_b;
+        cb.seed = 22;
+        ep_[0] = std::make_unique<endpoint>(ca);
+        ep_[1] = std::make_unique<endpoint>(cb);
+    }
+
+    endpoint& a() { return *ep_[0]; }
+    endpoint& b() { return *ep_[1]; }
+    uint64_t now() const { return now_; }
+
+    // Returning true from the filter drops the packet; it may also edit it.
+    std::function<bool(captured&)> filter;
+    std::vector<captured> sent;      // every packet put on the wire, in order
+    bool record = true;
+
+    // Connects a to b and runs until both sides are established.
+    conn_id connect()
+    {
+        const conn_id c = a().connect(k_addr_b, now_);
+        run_until([&] { return established(a(), c) && peer_conn_b_ != k_no_conn; });
+        return c;
+    }
+    conn_id peer_conn() const { return peer_conn_b_; }
+
+    static bool established(endpoint& e, conn_id c)
+    {
+        auto info = e.inspect(c);
+        return info && info->state == conn_state::established;
+    }
+
+    // One step: send what both sides have, deliver what is due, fire timers.
+    bool step()
+    {
+        bool progressed = false;
+        for (int side = 0; side < 2; ++side) {
+            for (;;) {
+                std::vector<uint8_t> buf(wire::max_packet_len(9000));
+                tx_frame f;
+                f.buf = buf;
+                if (!ep_[side]->poll_tx(now_, f)) {
+                    break;
+                }
+                progressed = true;
+                captured c;
+                c.deliver_at = now_ + delay_;
+                c.to = 1 - side;
+                c.meta.src_addr = side == 0 ? k_addr_a : k_addr_b;
+                c.meta.plane = f.plane;
+                c.meta.udp_sport = f.udp_sport;
+                c.frame = f;
+                c.frame.buf = {};
+                c.bytes.assign(buf.begin(), buf.begin() + f.len);
+                if (record) {
+                    sent.push_back(c);
+                }
+                if (filter && filter(c)) {
+                    continue;
+                }
+                wire_.push_back(std::move(c));
+            }
+        }
+        if (!wire_.empty() && wire_.front().deliver_at <= now_) {
+            while (!wire_.empty() && wire_.front().deliver_at <= now_) {
+                captured c = std::move(wire_.front());
+                wire_.pop_front();
+                ep_[c.to]->on_packet(c.meta, c.bytes, now_);
+                progressed = true;
+            }
+        } else {
+            // Advance time to the next delivery or timer.
+            uint64_t next = std::min(ep_[0]->next_timer(), ep_[1]->next_timer());
+            if (!wire_.empty()) {
+                next = std::min(next, wire_.front().deliver_at);
+            }
+            if (next == k_no_deadline) {
+                return progressed;
+            }
+            now_ = std::max(now_, next);
+        }
+        ep_[0]->on_timer(now_);
+        ep_[1]->on_timer(now_);
+        drain_events();
+        return true;
+    }
+
+    template <typename Pred>
+    bool run_until(Pred done, uint64_t max_ns = 2'000'000'000ull)
+    {
+        const uint64_t limit = now_ + max_ns;
+        while (!done()) {
+            if (now_ > limit || !step()) {
+                return done();
+            }
+        }
+        return true;
+    }
+
+    // Completions collected per side, in the order polled.
+    std::vector<completion> cq[2];
+    std::vector<conn_event> events[2];
+
+    void drain_cq()
+    {
+        for (int s = 0; s < 2; ++s) {
+            completion wc[64];
+            size_t n;
+            while ((n = ep_[s]->poll_cq(wc)) > 0) {
+                cq[s].insert(cq[s].end(), wc, wc + n);
+            }
+        }
+    }
+
+private:
+    void drain_events()
+    {
+        for (int s = 0; s < 2; ++s) {
+            conn_event ev[16];
+            size_t n;
+            while ((n = ep_[s]->poll_events(ev)) > 0) {
+                for (size_t i = 0; i < n; ++i) {
+                    events[s].push_back(ev[i]);
+                    if (s == 1 && ev[i].what == conn_event::kind::established) {
+                        peer_conn_b_ = ev[i].conn;
+                    }
+                }
+            }
+        }
+        drain_cq();
+    }
+
+    std::unique_ptr<endpoint> ep_[2];
+    std::deque<captured> wire_;
+    uint64_t now_ = 0;
+    uint64_t delay_;
+    conn_id peer_conn_b_ = k_no_conn;
+};
+
+// A registered buffer filled with a pattern.
+struct buffer {
+    std::vector<uint8_t> bytes;
+    memory_region mr;
+    buffer(endpoint& e, size_t n, uint32_t acc, uint8_t seed = 0)
+        : bytes(n, 0)
+    {
+        uint8_t* p = bytes.data();
+        for (size_t i = 0; seed != 0 && i < n; ++i) {
+            p[i] = uint8_t((i * 31 + seed) ^ (i >> 8));
+        }
+        mr = *e.memory().register_region(bytes.data(), n, acc);
+    }
+    uint64_t va(size_t off = 0) const { return mr.va + off; }
+};
+
+inline constexpr uint32_t k_all_access = access::local_write | access::remote_write | access::remote_read;
+
+} // namespace metaroce::test
