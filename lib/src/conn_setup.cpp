@@ -126,7 +126,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     const auto it = by_peer.find(peer_key(m.src_addr, src_conn));
     if (it != by_peer.end()) {
         connection* c = find(it->second);
-        if (c != nullptr && c->state == conn_state::established) {
+        if (c != nullptr && c->state == conn_state::established && c->nonce == h.nonce.host()) {
             c->hello_pending = true; // our ACCEPT was lost: say it again
             mark_ready(*c);
         }
@@ -147,6 +147,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
         return;
     }
     c->peer_conn = src_conn;
+    c->nonce = h.nonce.host(); // ACCEPT echoes the attempt it answers
     c->state = conn_state::established;
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
