@@ -289,7 +289,8 @@ void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     } else {
         c.close_pending = true;
     }
-    c.ctrl_deadline = now + t.connect_retry_ns;
+    // Exponential backoff: quick retries on a lossy fabric, patience for a slow peer.
+    c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(c.ctrl_retries, 6));
     mark_ready(c);
 }
 

@@ -7,28 +7,21 @@ namespace metaroce {
 namespace {
 
 // One DCTCP-style round: fold the round's marked fraction into alpha, then either
-// cut by alpha/2 (marks seen) or grow additively.
+// cut by alpha/2 (`congested`) or grow additively.
 template <typename State>
-void end_round(State& s, double gain, double grow, double lo, double hi, uint64_t now,
-               uint64_t rtt)
+void end_round(State& s, bool congested, double gain, double grow, double lo, double hi,
+               uint64_t now, uint64_t rtt)
 {
     const double frac = s.round_pkts == 0 ? 0.0 : double(s.round_ce) / double(s.round_pkts);
     s.alpha = (1 - gain) * s.alpha + gain * frac;
-    if (s.round_ce > 0) {
-        s.cwnd = std::max(lo, s.cwnd * (1 - std::max(s.alpha, frac) / 2));
+    if (congested) {
+        s.cwnd = std::max(lo, s.cwnd * (1 - s.alpha / 2));
     } else {
         s.cwnd = std::min(hi, s.cwnd + grow);
     }
     s.round_pkts = 0;
     s.round_ce = 0;
     s.round_end_ns = now + rtt;
-}
-
-template <typename State>
-void account(State& s, const ack_sample& a)
-{
-    s.round_pkts += a.rx_pkts;
-    s.round_ce += a.ce_pkts;
 }
 
 } // namespace
@@ -48,16 +41,32 @@ void ecn_aimd::init(conn_cc_state& c) const
 void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const
 {
     c.rate_hint_mbps = s.rate_hint_mbps;
-    account(p, s);
-    account(c, s);
+    p.round_pkts += s.rx_pkts;
+    p.round_ce += s.ce_pkts;
+    c.round_pkts += s.rx_pkts;
+    c.round_ce += s.ce_pkts;
+    // Which paths reported in this connection round, and which of them saw a mark.
+    if (p.conn_round_seen != c.round_id) {
+        p.conn_round_seen = c.round_id;
+        ++c.round_paths;
+    }
+    if (s.ce_pkts > 0 && p.conn_round_marked != c.round_id) {
+        p.conn_round_marked = c.round_id;
+        ++c.round_marked_paths;
+    }
     if (s.now_ns >= p.round_end_ns) {
-        end_round(p, cfg_.ecn_gain, cfg_.additive_increase, cfg_.path_cwnd_min,
+        end_round(p, p.round_ce > 0, cfg_.ecn_gain, cfg_.additive_increase, cfg_.path_cwnd_min,
                   cfg_.path_cwnd_max, s.now_ns, s.srtt_ns);
     }
     if (s.now_ns >= c.round_end_ns) {
-        // The connection grows by one packet per path-round's worth of growth.
-        end_round(c, cfg_.ecn_gain, cfg_.additive_increase * 4, cfg_.conn_cwnd_min,
+        // A mark trims only its path; the connection window shrinks when most of its
+        // paths are marked, i.e. the bottleneck is common to them (e.g. the last hop).
+        const bool common = 2 * c.round_marked_paths > c.round_paths;
+        end_round(c, common, cfg_.ecn_gain, cfg_.conn_additive_increase, cfg_.conn_cwnd_min,
                   cfg_.conn_cwnd_max, s.now_ns, s.srtt_ns);
+        ++c.round_id;
+        c.round_paths = 0;
+        c.round_marked_paths = 0;
     }
 }
 

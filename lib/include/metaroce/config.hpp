@@ -16,6 +16,7 @@ struct cc_config {
     double conn_cwnd_min = 2;
     double conn_cwnd_max = 4096;
     double additive_increase = 1;   // packets per RTT, per path
+    double conn_additive_increase = 16; // packets per RTT, connection window
     double ecn_gain = 1.0 / 16;     // EWMA gain of the marked fraction (DCTCP's g)
 };
 
@@ -36,7 +37,7 @@ struct transport_config {
     uint32_t max_backoff_shift = 3; // RTO doubles per consecutive timeout, at most 8x
     uint32_t reroute_after = 1;     // RTOs before a path takes a new UDP source port
     uint32_t replane_after = 2;     // RTOs before a path moves to the next plane
-    uint64_t connect_retry_ns = 1'000'000;
+    uint64_t connect_retry_ns = 200'000; // doubles per retry, up to 64x
     uint32_t connect_retries = 20;
     uint64_t rnr_delay_ns = 50'000;
     uint32_t rnr_retries = 7;       // 7 means retry forever, as in verbs

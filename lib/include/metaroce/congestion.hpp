@@ -15,6 +15,8 @@ struct path_cc_state {
     uint32_t round_pkts = 0;  // packets acknowledged in the current round
     uint32_t round_ce = 0;
     uint64_t round_end_ns = 0;
+    uint32_t conn_round_seen = UINT32_MAX;   // last connection round this path reported in
+    uint32_t conn_round_marked = UINT32_MAX; // last connection round this path saw a mark
 };
 
 struct conn_cc_state {
@@ -24,6 +26,9 @@ struct conn_cc_state {
     uint32_t round_ce = 0;
     uint64_t round_end_ns = 0;
     uint32_t rate_hint_mbps = 0; // last hint from the receiver (0 = none)
+    uint32_t round_id = 0;
+    uint32_t round_paths = 0;        // paths that reported in this round
+    uint32_t round_marked_paths = 0; // ... and saw at least one mark
 };
 
 struct ack_sample {
@@ -46,8 +51,8 @@ public:
 
 // ECN-driven AIMD per path and per connection (spec 6): once per RTT each window
 // grows additively if no mark was seen, else shrinks by alpha/2 as in DCTCP.
-// A mark on one path trims that path and the connection, never the other paths.
-// Loss is not a congestion signal here.
+// A mark on one path trims only that path; the connection window shrinks only when
+// most paths were marked in the round. Loss is not a congestion signal here.
 class ecn_aimd final : public congestion_control {
 public:
     explicit ecn_aimd(const cc_config& cfg) : cfg_(cfg) {}
