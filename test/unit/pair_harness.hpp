@@ -30,15 +30,22 @@ public:
     static constexpr uint32_t k_addr_b = 0x0a000002;
 
     explicit pair_harness(transport_config t = {}, uint64_t delay_ns = 1000)
+        : pair_harness(t, t, delay_ns)
+    {
+    }
+    // Each side with its own transport config and seed (seeds pick ISNs and entropy).
+    pair_harness(transport_config ta, transport_config tb, uint64_t delay_ns = 1000,
+                 uint64_t seed_a = 11, uint64_t seed_b = 22)
         : delay_(delay_ns)
     {
         endpoint_config ca;
         ca.local_addr = k_addr_a;
-        ca.transport = t;
-        ca.seed = 11;
+        ca.transport = ta;
+        ca.seed = seed_a;
         endpoint_config cb = ca;
         cb.local_addr = k_addr_b;
-        cb.seed = 22;
+        cb.transport = tb;
+        cb.seed = seed_b;
         ep_[0] = std::make_unique<endpoint>(ca);
         ep_[1] = std::make_unique<endpoint>(cb);
     }
@@ -47,8 +54,11 @@ public:
     endpoint& b() { return *ep_[1]; }
     uint64_t now() const { return now_; }
 
-    // Returning true from the filter drops the packet; it may also edit it.
+    // Returning true from the filter drops the packet; it may also edit it, including
+    // deliver_at (a later time reorders it behind packets sent after it).
     std::function<bool(captured&)> filter;
+    // Called right after each packet is handed to an endpoint (before timers run).
+    std::function<void(const captured&)> on_delivered;
     std::vector<captured> sent;      // every packet put on the wire, in order
     bool record = true;
 
@@ -60,6 +70,16 @@ public:
         return c;
     }
     conn_id peer_conn() const { return peer_conn_b_; }
+
+    // Puts a packet on the wire to arrive at c.deliver_at (kept in arrival order,
+    // FIFO among equal times). Tests use it to deliver copies again.
+    void inject(captured c)
+    {
+        const auto at = std::upper_bound(wire_.begin(), wire_.end(), c.deliver_at,
+                                         [](uint64_t t, const captured& x) { return t < x.deliver_at; });
+        wire_.insert(at, std::move(c));
+    }
+    uint64_t delay() const { return delay_; }
 
     static bool established(endpoint& e, conn_id c)
     {
@@ -95,7 +115,7 @@ public:
                 if (filter && filter(c)) {
                     continue;
                 }
-                wire_.push_back(std::move(c));
+                inject(std::move(c));
             }
         }
         if (!wire_.empty() && wire_.front().deliver_at <= now_) {
@@ -103,6 +123,9 @@ public:
                 captured c = std::move(wire_.front());
                 wire_.pop_front();
                 ep_[c.to]->on_packet(c.meta, c.bytes, now_);
+                if (on_delivered) {
+                    on_delivered(c);
+                }
                 progressed = true;
             }
         } else {
