@@ -93,6 +93,30 @@ hop_result fabric::on_arrival(uint32_t pkt, uint32_t link_id, sim_time now)
 
 std::vector<uint32_t> fabric::fault_links(const fault_event& e) const
 {
+    const bool is_switch =
+        e.action == fault_action::fail_switch || e.action == fault_action::restore_switch;
+    if (is_switch) {
+        // Every link of the switch, both directions.
+        std::vector<uint32_t> ids;
+        if (e.spine) {
+            for (uint32_t l = 0; l < topo_.leaves(); ++l) {
+                ids.push_back(topo_.leaf_up(e.plane, l, *e.spine));
+                ids.push_back(topo_.spine_down(e.plane, *e.spine, l));
+            }
+            return ids;
+        }
+        for (uint32_t h = 0; h < topo_.hosts(); ++h) {
+            if (topo_.leaf_of(h) == *e.leaf) {
+                ids.push_back(topo_.host_up(e.plane, h));
+                ids.push_back(topo_.host_down(e.plane, h));
+            }
+        }
+        for (uint32_t s = 0; s < topo_.spines(); ++s) {
+            ids.push_back(topo_.leaf_up(e.plane, *e.leaf, s));
+            ids.push_back(topo_.spine_down(e.plane, s, *e.leaf));
+        }
+        return ids;
+    }
     if (e.host) {
         return {topo_.host_up(e.plane, *e.host), topo_.host_down(e.plane, *e.host)};
     }
@@ -113,8 +137,11 @@ void fabric::apply(const fault_event& e)
         break;
     case fault_action::fail_link:
     case fault_action::restore_link:
+    case fault_action::fail_switch:
+    case fault_action::restore_switch:
         for (uint32_t id : fault_links(e)) {
-            topo_.at(id).failed = e.action == fault_action::fail_link;
+            topo_.at(id).failed =
+                e.action == fault_action::fail_link || e.action == fault_action::fail_switch;
         }
         break;
     }

@@ -35,9 +35,17 @@ struct loss_params {
     double burst = 1;  // gilbert: mean packets per loss burst
 };
 
-enum class fault_action : uint8_t { fail_plane, restore_plane, fail_link, restore_link };
+enum class fault_action : uint8_t {
+    fail_plane,
+    restore_plane,
+    fail_link,
+    restore_link,
+    fail_switch,
+    restore_switch,
+};
 
-// A link is named by plane and either (leaf, spine) or host (its host-leaf link).
+// A link is named by plane and either (leaf, spine) or host (its host-leaf link);
+// a switch by plane and either leaf or spine (all of its links fail with it).
 struct fault_event {
     uint64_t at_ns = 0;
     fault_action action = fault_action::fail_plane;

@@ -25,11 +25,13 @@ constexpr std::array<std::pair<std::string_view, wr_opcode>, 5> k_ops{{
     {"send_imm", wr_opcode::send_imm},
     {"read", wr_opcode::read},
 }};
-constexpr std::array<std::pair<std::string_view, fault_action>, 4> k_actions{{
+constexpr std::array<std::pair<std::string_view, fault_action>, 6> k_actions{{
     {"fail_plane", fault_action::fail_plane},
     {"restore_plane", fault_action::restore_plane},
     {"fail_link", fault_action::fail_link},
     {"restore_link", fault_action::restore_link},
+    {"fail_switch", fault_action::fail_switch},
+    {"restore_switch", fault_action::restore_switch},
 }};
 
 template <typename T, size_t N>
@@ -130,10 +132,15 @@ fault_event parse_event(const nlohmann::json& j, const std::string& path)
     }
     r.read_uint("plane", e.plane, 0, 255);
     const bool is_link = e.action == fault_action::fail_link || e.action == fault_action::restore_link;
-    for (std::string_view k : {"leaf", "spine", "host"}) {
-        if (r.has(k) && !is_link) {
-            r.fail(k, "only applies to fail_link and restore_link");
+    const bool is_switch =
+        e.action == fault_action::fail_switch || e.action == fault_action::restore_switch;
+    for (std::string_view k : {"leaf", "spine"}) {
+        if (r.has(k) && !is_link && !is_switch) {
+            r.fail(k, "only applies to fail_link, restore_link, fail_switch and restore_switch");
         }
+    }
+    if (r.has("host") && !is_link) {
+        r.fail("host", "only applies to fail_link and restore_link");
     }
     uint32_t v = 0;
     if (r.has("leaf")) {
@@ -154,6 +161,9 @@ fault_event parse_event(const nlohmann::json& j, const std::string& path)
         if (!fabric_link && !host_link) {
             throw scenario_error("'" + path + "' names a link by 'leaf' and 'spine', or by 'host'");
         }
+    }
+    if (is_switch && bool(e.leaf) == bool(e.spine)) {
+        throw scenario_error("'" + path + "' names a switch by 'leaf' or by 'spine' (one of them)");
     }
     return e;
 }

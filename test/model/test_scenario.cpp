@@ -85,6 +85,10 @@ TEST_CASE("scenario errors name the key", "[scenario]")
                Contains("'faults.events[0]' names a link"));
     CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_link", "plane": 0, "leaf": 9, "spine": 0}]}})"),
                Contains("'faults.events[0].leaf' must be below the number of leaves"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_switch", "plane": 0, "leaf": 0, "spine": 1}]}})"),
+               Contains("'faults.events[0]' names a switch by 'leaf' or by 'spine'"));
+    CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_switch", "plane": 0, "host": 1}]}})"),
+               Contains("'faults.events[0].host' only applies to fail_link and restore_link"));
     CHECK_THAT(error_of(R"({"faults": {"events": {}}})"), Contains("'faults.events' must be an array"));
     CHECK_THAT(error_of(R"({"topology": [1]})"), Contains("'topology' must be an object"));
     CHECK_THAT(error_of("{"), Contains("invalid JSON"));

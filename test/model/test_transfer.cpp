@@ -14,16 +14,19 @@ struct condition {
     const char* name;
     loss_kind loss;
     double rate;
-    bool fail_plane;
+    enum class fault : uint8_t { none, plane, spine } fail;
 };
 
 void check_transfer(wr_opcode op, const condition& c, uint64_t seed)
 {
     scenario s = test::small_scenario(op, c.loss, c.rate);
     s.seed = seed;
-    if (c.fail_plane) {
+    if (c.fail == condition::fault::plane) {
         // Mid-transfer: the lossless run takes roughly 60 us.
         s.events.push_back(fault_event{20'000, fault_action::fail_plane, 1, {}, {}, {}});
+    }
+    if (c.fail == condition::fault::spine) {
+        s.events.push_back(fault_event{20'000, fault_action::fail_switch, 0, {}, 1, {}});
     }
     validate(s);
     simulator sim(s);
@@ -43,7 +46,7 @@ void check_transfer(wr_opcode op, const condition& c, uint64_t seed)
     } else {
         CHECK(r.net.loss_drops == 0);
     }
-    if (c.fail_plane) {
+    if (c.fail != condition::fault::none) {
         CHECK(r.net.failure_drops > 0);
     }
     if (op == wr_opcode::send || op == wr_opcode::write_imm) {
@@ -61,11 +64,12 @@ void check_all_seeds(wr_opcode op, const condition& c)
 }
 
 const condition k_conditions[] = {
-    {"no loss", loss_kind::none, 0, false},
-    {"1% iid loss", loss_kind::iid, 0.01, false},
-    {"10% iid loss", loss_kind::iid, 0.10, false},
-    {"2% gilbert loss", loss_kind::gilbert, 0.02, false},
-    {"plane 1 fails", loss_kind::none, 0, true},
+    {"no loss", loss_kind::none, 0, condition::fault::none},
+    {"1% iid loss", loss_kind::iid, 0.01, condition::fault::none},
+    {"10% iid loss", loss_kind::iid, 0.10, condition::fault::none},
+    {"2% gilbert loss", loss_kind::gilbert, 0.02, condition::fault::none},
+    {"plane 1 fails", loss_kind::none, 0, condition::fault::plane},
+    {"spine 1 of plane 0 fails", loss_kind::none, 0, condition::fault::spine},
 };
 
 } // namespace
