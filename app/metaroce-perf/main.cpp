@@ -1,0 +1,91 @@
+// metaroce-perf: perftest for MetaRoCE over DPDK ports.
+//   server: metaroce-perf [EAL options] -- write_bw [options]
+//   client: metaroce-perf [EAL options] -- write_bw [options] 10.0.0.1
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <atomic>
+
+#include <rte_lcore.h>
+
+#include "dpdk/eal.hpp"
+#include "dpdk/node.hpp"
+#include "options.hpp"
+#include "raw.hpp"
+#include "session.hpp"
+
+namespace metaroce::perf {
+std::atomic<bool> g_quit{false};
+}
+
+namespace {
+void on_signal(int)
+{
+    metaroce::perf::g_quit.store(true);
+}
+} // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace metaroce;
+    int used = 0;
+    try {
+        used = dpdk::eal_init(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "metaroce-perf: %s\n", e.what());
+        return 1;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    int rc = 1;
+    try {
+        // getopt wants argv[0] first: reuse the program name.
+        argv[used - 1] = argv[0];
+        const auto opts = perf::parse_options(argc - used + 1, argv + used - 1);
+        if (!opts) {
+            dpdk::eal_cleanup();
+            return 0;
+        }
+        const perf::options& o = *opts;
+        if (dpdk::port_count() < o.planes) {
+            throw std::invalid_argument(
+                std::to_string(o.planes) + " plane(s) need as many ports, found " +
+                std::to_string(dpdk::port_count()) +
+                " (add --vdev=net_memif0,role=server,socket=/tmp/metaroce.sock ...)");
+        }
+        dpdk::node_params np;
+        np.node_addr = o.local_addr;
+        for (uint16_t p = 0; p < o.planes; ++p) {
+            np.ports.push_back(p);
+        }
+        np.transport.mtu = o.mtu;
+        np.transport.paths = o.paths;
+        np.accept_incoming = !o.client;
+        np.seed = o.local_addr ^ 0x9e3779b97f4a7c15ull;
+        np.udp_csum_software = o.udp_csum_sw;
+        np.max_connections = std::max<uint32_t>(64, o.qps * 2);
+        dpdk::node n(np);
+        perf::run_info info;
+        for (const auto& c : n.ports()) {
+            info.device += (info.device.empty() ? "" : ",") + c.name;
+        }
+        info.planes = o.planes;
+        info.paths = o.paths;
+        if (o.raw) {
+            info.transport = "raw UDP";
+            rc = perf::run_raw(n, o, info);
+        } else {
+            perf::session s(n.w(), o, info);
+            rc = s.run();
+        }
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "metaroce-perf: %s\n", e.what());
+        rc = 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "metaroce-perf: error: %s\n", e.what());
+        rc = 1;
+    }
+    dpdk::eal_cleanup();
+    return rc;
+}

@@ -1,0 +1,226 @@
+#include "options.hpp"
+
+#include <getopt.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "dpdk/planes.hpp"
+#include "dpdk/port.hpp"
+
+namespace metaroce::perf {
+
+namespace {
+
+uint64_t parse_uint(const char* flag, const char* text, uint64_t min, uint64_t max)
+{
+    const std::string s = text;
+    size_t used = 0;
+    uint64_t v = 0;
+    try {
+        if (s.empty() || s[0] == '-') {
+            throw std::invalid_argument(s);
+        }
+        v = std::stoull(s, &used, 0);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != s.size() || s.empty()) {
+        throw std::invalid_argument(std::string("option ") + flag + ": '" + s +
+                                    "' is not a number");
+    }
+    if (v < min || v > max) {
+        throw std::invalid_argument(std::string("option ") + flag + ": " + s + " is out of range [" +
+                                    std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    return v;
+}
+
+enum long_only : int {
+    opt_report_gbits = 256,
+    opt_out_json,
+    opt_paths,
+    opt_planes,
+    opt_no_verify,
+    opt_raw,
+    opt_mtu,
+    opt_local,
+    opt_timeout,
+    opt_udp_csum,
+};
+
+} // namespace
+
+const char* test_name(test_kind t) noexcept
+{
+    switch (t) {
+    case test_kind::write_bw: return "write_bw";
+    case test_kind::send_bw: return "send_bw";
+    case test_kind::read_bw: return "read_bw";
+    case test_kind::write_lat: return "write_lat";
+    case test_kind::send_lat: return "send_lat";
+    }
+    return "?";
+}
+
+const char* test_title(test_kind t) noexcept
+{
+    switch (t) {
+    case test_kind::write_bw: return "RDMA_Write BW Test";
+    case test_kind::send_bw: return "Send BW Test";
+    case test_kind::read_bw: return "RDMA_Read BW Test";
+    case test_kind::write_lat: return "RDMA_Write Latency Test";
+    case test_kind::send_lat: return "Send Latency Test";
+    }
+    return "?";
+}
+
+void print_usage(const char* prog)
+{
+    std::printf(
+        "Usage: %s [EAL options] -- TEST [options] [server_addr]\n"
+        "  TEST: write_bw | send_bw | read_bw | write_lat | send_lat\n"
+        "  Server: no address (waits for the client). Client: the server's address.\n"
+        "  Options (same on both sides, as in perftest):\n"
+        "  -s, --size=SIZE        message size in bytes (default 65536 bw, 2 lat)\n"
+        "  -a, --all              run sizes 2 .. 2^23\n"
+        "  -n, --iters=N          iterations (default 5000 bw, 1000 lat)\n"
+        "  -D, --duration=SEC     run for SEC seconds instead of -n\n"
+        "  -q, --qp=N             connections (default 1)\n"
+        "  -t, --tx-depth=N       outstanding messages per connection (default 128, lat 1)\n"
+        "      --report_gbits     bandwidth in Gb/sec instead of MB/sec\n"
+        "      --out_json FILE    also write the results as JSON\n"
+        "      --paths N          paths (UDP source ports) per connection (default 16)\n"
+        "      --planes N         planes = ports used, 1..%u (default 1)\n"
+        "      --mtu N            transport payload bytes per packet (default 4096)\n"
+        "      --no-verify        skip the end-of-run data check\n"
+        "      --raw              baseline: stream (bw) or ping-pong (lat) bare UDP frames\n"
+        "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2)\n"
+        "      --timeout SEC      give up waiting for the peer after SEC s (default 30)\n"
+        "      --udp-csum         compute UDP checksums in software when not offloaded\n"
+        "  -h, --help\n",
+        prog, dpdk::k_max_planes);
+}
+
+std::optional<options> parse_options(int argc, char** argv)
+{
+    static const option longs[] = {
+        {"size", required_argument, nullptr, 's'},
+        {"all", no_argument, nullptr, 'a'},
+        {"iters", required_argument, nullptr, 'n'},
+        {"duration", required_argument, nullptr, 'D'},
+        {"qp", required_argument, nullptr, 'q'},
+        {"tx-depth", required_argument, nullptr, 't'},
+        {"help", no_argument, nullptr, 'h'},
+        {"report_gbits", no_argument, nullptr, opt_report_gbits},
+        {"out_json", required_argument, nullptr, opt_out_json},
+        {"paths", required_argument, nullptr, opt_paths},
+        {"planes", required_argument, nullptr, opt_planes},
+        {"no-verify", no_argument, nullptr, opt_no_verify},
+        {"raw", no_argument, nullptr, opt_raw},
+        {"mtu", required_argument, nullptr, opt_mtu},
+        {"local", required_argument, nullptr, opt_local},
+        {"timeout", required_argument, nullptr, opt_timeout},
+        {"udp-csum", no_argument, nullptr, opt_udp_csum},
+        {nullptr, 0, nullptr, 0},
+    };
+    options o;
+    bool have_test = false;
+    optind = 0; // 0: glibc re-initialises after the EAL's own getopt pass
+    opterr = 0;
+    int c;
+    // '-' keeps positional arguments in order, so TEST may come anywhere.
+    while ((c = getopt_long(argc, argv, "-:s:an:D:q:t:h", longs, nullptr)) != -1) {
+        switch (c) {
+        case 1: {
+            const std::string_view arg = optarg;
+            bool is_test = false;
+            for (auto t : {test_kind::write_bw, test_kind::send_bw, test_kind::read_bw,
+                           test_kind::write_lat, test_kind::send_lat}) {
+                if (arg == test_name(t)) {
+                    if (have_test) {
+                        throw std::invalid_argument("two tests given: " +
+                                                    std::string(test_name(o.test)) + " and " +
+                                                    std::string(arg));
+                    }
+                    o.test = t;
+                    have_test = true;
+                    is_test = true;
+                }
+            }
+            if (is_test) {
+                break;
+            }
+            if (o.client) {
+                throw std::invalid_argument("unexpected argument '" + std::string(arg) +
+                                            "' (server address already given)");
+            }
+            if (!dpdk::parse_ipv4(std::string(arg), o.server_addr)) {
+                throw std::invalid_argument("'" + std::string(arg) +
+                                            "' is neither a test (write_bw, send_bw, read_bw, "
+                                            "write_lat, send_lat) nor an IPv4 server address");
+            }
+            o.client = true;
+            break;
+        }
+        case 's': o.size = parse_uint("-s", optarg, 1, 1ull << 30); break;
+        case 'a': o.all_sizes = true; break;
+        case 'n': o.iters = parse_uint("-n", optarg, 1, 1ull << 40); break;
+        case 'D': o.duration_s = uint32_t(parse_uint("-D", optarg, 1, 3600)); break;
+        case 'q': o.qps = uint32_t(parse_uint("-q", optarg, 1, 256)); break;
+        case 't': o.tx_depth = uint32_t(parse_uint("-t", optarg, 1, 4096)); break;
+        case opt_report_gbits: o.report_gbits = true; break;
+        case opt_out_json: o.out_json = optarg; break;
+        case opt_paths: o.paths = uint16_t(parse_uint("--paths", optarg, 1, 256)); break;
+        case opt_planes:
+            o.planes = uint8_t(parse_uint("--planes", optarg, 1, dpdk::k_max_planes));
+            break;
+        case opt_mtu: o.mtu = uint16_t(parse_uint("--mtu", optarg, 256, 9000)); break;
+        case opt_no_verify: o.verify = false; break;
+        case opt_raw: o.raw = true; break;
+        case opt_local:
+            if (!dpdk::parse_ipv4(optarg, o.local_addr)) {
+                throw std::invalid_argument(std::string("--local: '") + optarg +
+                                            "' is not an IPv4 address");
+            }
+            break;
+        case opt_timeout: o.timeout_s = uint32_t(parse_uint("--timeout", optarg, 1, 3600)); break;
+        case opt_udp_csum: o.udp_csum_sw = true; break;
+        case 'h': print_usage(argv[0]); return std::nullopt;
+        case ':':
+            throw std::invalid_argument(std::string("option ") + argv[optind - 1] +
+                                        " needs a value");
+        default:
+            throw std::invalid_argument(std::string("unknown option '") + argv[optind - 1] +
+                                        "' (see --help)");
+        }
+    }
+    if (!have_test) {
+        throw std::invalid_argument(
+            "no test given: write_bw, send_bw, read_bw, write_lat or send_lat");
+    }
+    if (o.size == 0) {
+        o.size = o.is_bw() ? 65536 : 2;
+    }
+    if (o.iters == 0) {
+        o.iters = o.is_bw() ? 5000 : 1000;
+    }
+    if (o.tx_depth == 0) {
+        o.tx_depth = o.is_bw() ? 128 : 1;
+    }
+    if (o.local_addr == 0) {
+        o.local_addr = o.client ? 0x0a000002u : 0x0a000001u;
+    }
+    if (o.client && o.server_addr == o.local_addr) {
+        throw std::invalid_argument("the server address equals this node's address " +
+                                    dpdk::format_ipv4(o.local_addr) + " (use --local)");
+    }
+    if (o.raw && o.qps != 1) {
+        throw std::invalid_argument("--raw runs one stream; drop -q");
+    }
+    return o;
+}
+
+} // namespace metaroce::perf

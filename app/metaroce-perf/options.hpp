@@ -1,0 +1,49 @@
+// metaroce-perf options: perftest's flags and defaults, plus the transport's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace metaroce::perf {
+
+enum class test_kind : uint8_t { write_bw, send_bw, read_bw, write_lat, send_lat };
+
+struct options {
+    test_kind test = test_kind::write_bw;
+    bool client = false;
+    uint32_t server_addr = 0;      // client: the server's node address
+    uint32_t local_addr = 0;       // 0: 10.0.0.1 (server) / 10.0.0.2 (client)
+    uint64_t size = 0;             // 0: perftest default (65536 bw, 2 lat)
+    bool all_sizes = false;        // -a: 2 B .. 8 MiB
+    uint64_t iters = 0;            // 0: perftest default (5000 bw, 1000 lat)
+    uint32_t duration_s = 0;       // -D: run for this long instead of -n
+    uint32_t qps = 1;              // -q: connections
+    uint32_t tx_depth = 0;         // -t: 0: 128 bw, 1 lat
+    bool report_gbits = false;
+    std::string out_json;
+    uint16_t paths = 16;
+    uint8_t planes = 1;
+    uint16_t mtu = 4096;
+    bool verify = true;
+    bool raw = false;              // --raw: frames without the transport (baseline)
+    uint32_t timeout_s = 30;       // give up waiting for the peer
+    bool udp_csum_sw = false;
+    bool is_bw() const noexcept
+    {
+        return test == test_kind::write_bw || test == test_kind::send_bw ||
+               test == test_kind::read_bw;
+    }
+};
+
+const char* test_name(test_kind t) noexcept;
+// perftest's title line, e.g. "RDMA_Write BW Test".
+const char* test_title(test_kind t) noexcept;
+
+// Parses argv after the EAL's options (argv[0] is the program). Throws
+// std::invalid_argument with a precise message on bad input; returns nullopt
+// after printing help.
+std::optional<options> parse_options(int argc, char** argv);
+void print_usage(const char* prog);
+
+} // namespace metaroce::perf

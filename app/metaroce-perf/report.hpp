@@ -1,0 +1,58 @@
+// perftest-style output: header block, address lines, result table, and JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+
+namespace metaroce::perf {
+
+struct address_line {
+    uint32_t conn = 0;   // printed as QPN
+    uint32_t psn = 0;
+    uint32_t rkey = 0;
+    uint64_t va = 0;
+    uint32_t ip = 0;     // printed as an IPv4-mapped GID
+};
+
+struct bw_result {
+    uint64_t bytes = 0;
+    uint64_t iters = 0;
+    double peak = 0;     // in the table's unit (Gb/s or MB/s)
+    double avg = 0;
+    double msg_rate_mpps = 0;
+    double seconds = 0;
+};
+
+struct lat_result {
+    uint64_t bytes = 0;
+    uint64_t iters = 0;
+    double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0, p999 = 0;
+};
+
+struct run_info {
+    std::string device;  // port names
+    std::string transport = "MetaRoCE";
+    uint32_t planes = 1;
+    uint32_t paths = 16;
+};
+
+void print_header(const options& o, const run_info& info);
+void print_addresses(const address_line& local, const address_line& remote);
+void print_dashes();
+void print_bw_title(const options& o);
+void print_bw_row(const bw_result& r);
+void print_lat_title();
+void print_lat_row(const lat_result& r);
+
+// Half-RTT samples in microseconds -> perftest's latency columns.
+lat_result summarise_latency(uint64_t bytes, std::vector<double>& half_rtt_us);
+
+// Writes every row to FILE as JSON; false (and a message on stderr) on failure.
+bool write_json(const std::string& path, const options& o, const run_info& info,
+                const std::vector<bw_result>& bw, const std::vector<lat_result>& lat,
+                bool verified, const std::string& verify_state);
+
+} // namespace metaroce::perf

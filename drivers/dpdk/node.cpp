@@ -1,0 +1,70 @@
+#include "dpdk/node.hpp"
+
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+
+#include "dpdk/eal.hpp"
+#include "metaroce/wire/codec.hpp"
+
+namespace metaroce::dpdk {
+
+uint32_t node::max_frame(uint16_t mtu) noexcept
+{
+    return uint32_t(k_frame_overhead + wire::max_packet_len(mtu));
+}
+
+node::node(const node_params& p)
+{
+    if (p.ports.empty() || p.ports.size() > k_max_planes) {
+        throw dpdk_error("need 1.." + std::to_string(k_max_planes) + " ports, got " +
+                         std::to_string(p.ports.size()));
+    }
+    const uint32_t frame = max_frame(p.transport.mtu);
+    const int socket = int(rte_socket_id());
+    static int instance = 0;
+    pool_ = make_mbuf_pool("mr_pool_" + std::to_string(instance++), p.mbufs, frame, socket);
+    port_params pp;
+    pp.max_frame = frame;
+    pp.udp_checksum_software = p.udp_csum_software;
+    worker_config wc;
+    try {
+        for (uint16_t port : p.ports) {
+            caps_.push_back(setup_port(port, pp, pool_));
+            const port_caps& c = caps_.back();
+            plane_port plane;
+            plane.port_id = port;
+            plane.mac = c.mac;
+            plane.tx_csum = c.tx_csum;
+            plane.rx_ip_csum = c.rx_ip_csum;
+            plane.rx_udp_csum = c.rx_udp_csum;
+            wc.planes.push_back(plane);
+        }
+        wc.ep.local_addr = p.node_addr;
+        wc.ep.accept_incoming = p.accept_incoming;
+        wc.ep.seed = p.seed;
+        wc.ep.max_connections = p.max_connections;
+        wc.ep.transport = p.transport;
+        wc.ep.transport.planes = uint8_t(p.ports.size());
+        wc.neighbors = p.neighbors;
+        wc.pool = pool_;
+        wc.admin = p.admin;
+        worker_ = std::make_unique<worker>(wc);
+    } catch (...) {
+        for (const auto& c : caps_) {
+            stop_port(c.port_id);
+        }
+        rte_mempool_free(pool_);
+        throw;
+    }
+}
+
+node::~node()
+{
+    worker_.reset();
+    for (const auto& c : caps_) {
+        stop_port(c.port_id);
+    }
+    rte_mempool_free(pool_);
+}
+
+} // namespace metaroce::dpdk

@@ -1,0 +1,47 @@
+// A node on the calling lcore: the plane ports, an mbuf pool and one worker.
+// The building block of metaroce-perf and of in-process tests; the metaroce app
+// builds one worker per datapath lcore from the same parts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dpdk/port.hpp"
+#include "dpdk/worker.hpp"
+#include "metaroce/config.hpp"
+
+namespace metaroce::dpdk {
+
+struct node_params {
+    uint32_t node_addr = 0;           // plane-0 IPv4, host order
+    std::vector<uint16_t> ports;      // one per plane, in plane order
+    transport_config transport;
+    bool accept_incoming = true;
+    uint64_t seed = 1;
+    uint32_t mbufs = 8191;            // per node
+    bool udp_csum_software = false;
+    std::vector<static_neighbor> neighbors;
+    const plane_admin* admin = nullptr;
+    uint32_t max_connections = 1024;
+};
+
+class node {
+public:
+    explicit node(const node_params& p);
+    ~node();
+    node(const node&) = delete;
+    node& operator=(const node&) = delete;
+
+    worker& w() noexcept { return *worker_; }
+    const std::vector<port_caps>& ports() const noexcept { return caps_; }
+    // Largest Ethernet frame the transport sends with this MTU.
+    static uint32_t max_frame(uint16_t mtu) noexcept;
+
+private:
+    std::vector<port_caps> caps_;
+    rte_mempool* pool_ = nullptr;
+    std::unique_ptr<worker> worker_;
+};
+
+} // namespace metaroce::dpdk

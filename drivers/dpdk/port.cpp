@@ -1,0 +1,182 @@
+#include "dpdk/port.hpp"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "dpdk/eal.hpp"
+
+namespace metaroce::dpdk {
+
+namespace {
+void check(int rc, uint16_t port_id, const char* what)
+{
+    if (rc < 0) {
+        throw dpdk_error("port " + std::to_string(port_id) + ": " + what + " failed: " +
+                         rte_error_string(rc));
+    }
+}
+} // namespace
+
+uint16_t port_count() noexcept
+{
+    return rte_eth_dev_count_avail();
+}
+
+uint16_t mbuf_data_room(uint32_t max_frame) noexcept
+{
+    const uint32_t room = RTE_PKTMBUF_HEADROOM + ((max_frame + 63) & ~63u);
+    return uint16_t(room < RTE_MBUF_DEFAULT_BUF_SIZE ? RTE_MBUF_DEFAULT_BUF_SIZE : room);
+}
+
+rte_mempool* make_mbuf_pool(const std::string& name, uint32_t mbufs, uint32_t max_frame,
+                            int socket)
+{
+    rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), mbufs, 256, 0,
+                                              mbuf_data_room(max_frame), socket);
+    if (mp == nullptr) {
+        throw dpdk_error("cannot create mbuf pool " + name + " (" + std::to_string(mbufs) +
+                         " mbufs of " + std::to_string(mbuf_data_room(max_frame)) +
+                         " bytes): " + rte_error_string(rte_errno) + "; raise -m");
+    }
+    return mp;
+}
+
+port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
+{
+    if (!rte_eth_dev_is_valid_port(port_id)) {
+        throw dpdk_error("port " + std::to_string(port_id) + " does not exist (" +
+                         std::to_string(port_count()) + " ports found; add --vdev or -a)");
+    }
+    rte_eth_dev_info info{};
+    check(rte_eth_dev_info_get(port_id, &info), port_id, "rte_eth_dev_info_get");
+
+    port_caps caps;
+    caps.port_id = port_id;
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port_id, name);
+    caps.name = name;
+    caps.driver = info.driver_name != nullptr ? info.driver_name : "";
+    caps.socket = rte_eth_dev_socket_id(port_id) < 0 ? 0 : rte_eth_dev_socket_id(port_id);
+    caps.rx_queues = std::min<uint16_t>(p.rx_queues, info.max_rx_queues);
+    caps.tx_queues = std::min<uint16_t>(p.tx_queues, info.max_tx_queues);
+    if (caps.rx_queues == 0 || caps.tx_queues == 0) {
+        throw dpdk_error("port " + std::to_string(port_id) + " has no queues");
+    }
+
+    rte_eth_conf conf{};
+    const uint64_t tx_capa = info.tx_offload_capa;
+    const uint64_t rx_capa = info.rx_offload_capa;
+    if ((tx_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) != 0) {
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+        caps.tx_csum.ip_offload = true;
+    }
+    if ((tx_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) != 0) {
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+        caps.tx_csum.udp_offload = true;
+    } else {
+        caps.tx_csum.udp_software = p.udp_checksum_software;
+    }
+    if ((tx_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) != 0) {
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+        caps.fast_free = true;
+    }
+    if ((rx_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM) != 0) {
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+        caps.rx_ip_csum = true;
+    }
+    if ((rx_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM) != 0) {
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+        caps.rx_udp_csum = true;
+    }
+    check(rte_eth_dev_configure(port_id, caps.rx_queues, caps.tx_queues, &conf), port_id,
+          "rte_eth_dev_configure");
+
+    // Jumbo frames: raise the MTU when the PMD allows it. Software PMDs (memif,
+    // ring) report 1500 yet carry whatever fits their buffers.
+    if (p.max_frame > RTE_ETHER_MAX_LEN) {
+        const uint32_t mtu = p.max_frame - RTE_ETHER_HDR_LEN;
+        caps.mtu_raised = mtu <= info.max_mtu && rte_eth_dev_set_mtu(port_id, uint16_t(mtu)) == 0;
+    }
+
+    uint16_t rxd = p.rx_desc;
+    uint16_t txd = p.tx_desc;
+    check(rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &rxd, &txd), port_id, "adjusting descriptors");
+    rte_eth_rxconf rxq = info.default_rxconf;
+    rxq.offloads = conf.rxmode.offloads;
+    for (uint16_t q = 0; q < caps.rx_queues; ++q) {
+        check(rte_eth_rx_queue_setup(port_id, q, rxd, uint32_t(caps.socket), &rxq, pool), port_id,
+              "rte_eth_rx_queue_setup");
+    }
+    rte_eth_txconf txq = info.default_txconf;
+    txq.offloads = conf.txmode.offloads;
+    for (uint16_t q = 0; q < caps.tx_queues; ++q) {
+        check(rte_eth_tx_queue_setup(port_id, q, txd, uint32_t(caps.socket), &txq), port_id,
+              "rte_eth_tx_queue_setup");
+    }
+    check(rte_eth_dev_start(port_id), port_id, "rte_eth_dev_start");
+    rte_eth_promiscuous_enable(port_id); // peers may address us before learning our MAC
+
+    rte_ether_addr mac{};
+    check(rte_eth_macaddr_get(port_id, &mac), port_id, "rte_eth_macaddr_get");
+    std::memcpy(caps.mac.bytes.data(), mac.addr_bytes, 6);
+    return caps;
+}
+
+void stop_port(uint16_t port_id) noexcept
+{
+    rte_eth_dev_stop(port_id);
+    rte_eth_dev_close(port_id);
+}
+
+bool port_link_up(uint16_t port_id) noexcept
+{
+    rte_eth_link link{};
+    return rte_eth_link_get_nowait(port_id, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+std::string format_mac(const mac_addr& m)
+{
+    char s[18];
+    std::snprintf(s, sizeof s, "%02x:%02x:%02x:%02x:%02x:%02x", m.bytes[0], m.bytes[1],
+                  m.bytes[2], m.bytes[3], m.bytes[4], m.bytes[5]);
+    return s;
+}
+
+bool parse_mac(const std::string& s, mac_addr& out)
+{
+    unsigned b[6];
+    char tail;
+    if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4],
+                    &b[5], &tail) != 6) {
+        return false;
+    }
+    for (int i = 0; i < 6; ++i) {
+        out.bytes[size_t(i)] = uint8_t(b[i]);
+    }
+    return true;
+}
+
+std::string format_ipv4(uint32_t host_order)
+{
+    char s[INET_ADDRSTRLEN];
+    const in_addr a{htonl(host_order)};
+    inet_ntop(AF_INET, &a, s, sizeof s);
+    return s;
+}
+
+bool parse_ipv4(const std::string& s, uint32_t& out)
+{
+    in_addr a{};
+    if (inet_pton(AF_INET, s.c_str(), &a) != 1) {
+        return false;
+    }
+    out = ntohl(a.s_addr);
+    return true;
+}
+
+} // namespace metaroce::dpdk

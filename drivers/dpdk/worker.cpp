@@ -1,0 +1,293 @@
+#include "dpdk/worker.hpp"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_ring.h>
+
+#include "dpdk/eal.hpp"
+#include "metaroce/wire/headers.hpp"
+
+namespace metaroce::dpdk {
+
+worker::worker(const worker_config& cfg) : cfg_(cfg), ep_(cfg.ep)
+{
+    if (cfg_.planes.empty() || cfg_.planes.size() > k_max_planes) {
+        throw dpdk_error("a worker needs 1.." + std::to_string(k_max_planes) + " planes");
+    }
+    if (cfg_.pool == nullptr) {
+        throw dpdk_error("a worker needs an mbuf pool");
+    }
+    plane_of_port_.fill(-1);
+    for (size_t p = 0; p < cfg_.planes.size(); ++p) {
+        const uint16_t port = cfg_.planes[p].port_id;
+        if (port >= plane_of_port_.size()) {
+            throw dpdk_error("port id " + std::to_string(port) + " out of range");
+        }
+        plane_of_port_[port] = int16_t(p);
+    }
+    for (const auto& n : cfg_.neighbors) {
+        if (n.plane < cfg_.planes.size()) {
+            neigh_[n.plane].set(n.node, n.mac, true);
+        }
+    }
+}
+
+worker::~worker()
+{
+    flush();
+    for (auto& q : txq_) {
+        rte_pktmbuf_free_bulk(q.pkts.data(), q.n);
+        q.n = 0;
+    }
+    rte_pktmbuf_free_bulk(spare_.data(), spare_n_);
+}
+
+bool worker::plane_up(uint8_t plane) const noexcept
+{
+    return cfg_.admin == nullptr || cfg_.admin->up[plane].load(std::memory_order_relaxed);
+}
+
+bool worker::poll(uint64_t now_ns)
+{
+    ++ctr_.loops;
+    bool busy = false;
+    if (cfg_.poll_rx) {
+        for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+            busy |= rx_plane(p, now_ns);
+        }
+    }
+    if (cfg_.inbox != nullptr) {
+        busy |= rx_inbox(now_ns);
+    }
+    if (ep_.next_timer() <= now_ns) {
+        ++ctr_.timer_calls;
+        ep_.on_timer(now_ns);
+        busy = true;
+    }
+    busy |= tx_pull(now_ns);
+    if (busy) {
+        ++ctr_.busy_loops;
+    }
+    return busy;
+}
+
+bool worker::rx_plane(uint8_t plane, uint64_t now_ns)
+{
+    std::array<rte_mbuf*, k_burst> pkts;
+    const uint16_t n =
+        rte_eth_rx_burst(cfg_.planes[plane].port_id, cfg_.queue, pkts.data(), k_burst);
+    if (n == 0) {
+        return false;
+    }
+    if (!plane_up(plane)) {
+        ctr_.rx_plane_down += n;
+        rte_pktmbuf_free_bulk(pkts.data(), n);
+        return true;
+    }
+    for (uint16_t i = 0; i < n; ++i) {
+        if (i + 1 < n) {
+            rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+        }
+        rx_frame(pkts[i], plane, now_ns);
+    }
+    return true;
+}
+
+bool worker::rx_inbox(uint64_t now_ns)
+{
+    std::array<rte_mbuf*, k_burst> pkts;
+    const unsigned n = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(pkts.data()),
+                                                 k_burst, nullptr);
+    for (unsigned i = 0; i < n; ++i) {
+        ++ctr_.handoff_in;
+        const int16_t plane = plane_of_port_[pkts[i]->port];
+        if (plane < 0) {
+            rte_pktmbuf_free(pkts[i]);
+            continue;
+        }
+        rx_frame(pkts[i], uint8_t(plane), now_ns);
+    }
+    return n != 0;
+}
+
+// Consumes the mbuf: frees it, or passes it to the worker that owns its address.
+void worker::rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns)
+{
+    ++ctr_.rx_frames;
+    ctr_.rx_bytes += m->pkt_len;
+    std::span<const uint8_t> bytes;
+    if (m->nb_segs == 1) {
+        bytes = {rte_pktmbuf_mtod(m, const uint8_t*), m->data_len};
+    } else {
+        ++ctr_.rx_linearized;
+        const uint32_t len = std::min<uint32_t>(m->pkt_len, uint32_t(scratch_.size()));
+        const void* p = rte_pktmbuf_read(m, 0, len, scratch_.data());
+        bytes = {static_cast<const uint8_t*>(p), len};
+    }
+    const plane_port& pp = cfg_.planes[plane];
+    rx_csum_state hw;
+    if (pp.rx_ip_csum) {
+        const uint64_t f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+        if (f == RTE_MBUF_F_RX_IP_CKSUM_BAD) {
+            ++ctr_.rx_drops[size_t(rx_drop::bad_ip_checksum)];
+            rte_pktmbuf_free(m);
+            return;
+        }
+        hw.ip_good = f == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+    }
+    if (pp.rx_udp_csum) {
+        const uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+        if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD) {
+            ++ctr_.rx_drops[size_t(rx_drop::bad_udp_checksum)];
+            rte_pktmbuf_free(m);
+            return;
+        }
+        hw.udp_good = f == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+    }
+    const rx_result r = parse_frame(bytes, wire::k_udp_dst_port, hw);
+    if (r.drop != rx_drop::none) {
+        ++ctr_.rx_drops[size_t(r.drop)];
+        rte_pktmbuf_free(m);
+        return;
+    }
+    const uint32_t dst_node = node_of(r.pkt.dst_ip, plane);
+    if (dst_node != node()) {
+        for (const auto& s : cfg_.steering) {
+            if (s.node == dst_node) {
+                if (rte_ring_mp_enqueue(s.inbox, m) == 0) {
+                    ++ctr_.handoff_out;
+                } else {
+                    ++ctr_.handoff_drops;
+                    rte_pktmbuf_free(m);
+                }
+                return;
+            }
+        }
+        ++ctr_.rx_not_ours;
+        rte_pktmbuf_free(m);
+        return;
+    }
+    const uint32_t src_node = node_of(r.pkt.src_ip, plane);
+    neigh_[plane].learn(src_node, r.pkt.src_mac);
+    const rx_meta meta{src_node, plane, r.pkt.udp_sport, r.pkt.ce};
+    ep_.on_packet(meta, r.pkt.payload, now_ns);
+    rte_pktmbuf_free(m);
+}
+
+rte_mbuf* worker::tx_alloc() noexcept
+{
+    if (spare_n_ == 0) {
+        if (rte_pktmbuf_alloc_bulk(cfg_.pool, spare_.data(), k_burst) != 0) {
+            ++ctr_.tx_no_mbuf;
+            return nullptr;
+        }
+        spare_n_ = k_burst;
+    }
+    return spare_[--spare_n_];
+}
+
+bool worker::tx_pull(uint64_t now_ns)
+{
+    // Retry what the ports did not take; while a queue is backed up, leave
+    // packets in the core (its windows and pacing decide, nothing is dropped).
+    bool backed_up = false;
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        if (txq_[p].n != 0) {
+            tx_flush(p);
+            backed_up |= txq_[p].n >= k_burst;
+        }
+    }
+    if (backed_up) {
+        return true;
+    }
+    uint16_t pulled = 0;
+    while (pulled < cfg_.tx_budget) {
+        rte_mbuf* m = tx_alloc();
+        if (m == nullptr) {
+            break;
+        }
+        uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
+        const size_t room = rte_pktmbuf_tailroom(m);
+        tx_frame f;
+        f.buf = {frame + k_frame_overhead, room - k_frame_overhead};
+        if (!ep_.poll_tx(now_ns, f)) {
+            spare_[spare_n_++] = m;
+            break;
+        }
+        ++pulled;
+        if (f.plane >= cfg_.planes.size() || f.len == 0 || f.len > f.buf.size()) {
+            ++ctr_.tx_bad_frame;
+            rte_pktmbuf_free(m);
+            continue;
+        }
+        if (!plane_up(f.plane)) {
+            ++ctr_.tx_plane_down;
+            rte_pktmbuf_free(m);
+            continue;
+        }
+        const plane_port& pp = cfg_.planes[f.plane];
+        tx_addressing a;
+        a.src_mac = pp.mac;
+        a.dst_mac = neigh_[f.plane].lookup(f.dst_addr);
+        a.src_ip = plane_ip(node(), f.plane);
+        a.dst_ip = plane_ip(f.dst_addr, f.plane);
+        a.udp_sport = f.udp_sport;
+        a.udp_dport = wire::k_udp_dst_port;
+        a.ect = f.ect;
+        const size_t len = write_headers(frame, a, f.len, pp.tx_csum);
+        m->data_len = uint16_t(len);
+        m->pkt_len = uint32_t(len);
+        if (pp.tx_csum.ip_offload || pp.tx_csum.udp_offload) {
+            m->l2_len = k_l2_len;
+            m->l3_len = k_l3_len;
+            m->ol_flags |= RTE_MBUF_F_TX_IPV4;
+            if (pp.tx_csum.ip_offload) {
+                m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+            }
+            if (pp.tx_csum.udp_offload) {
+                m->ol_flags |= RTE_MBUF_F_TX_UDP_CKSUM;
+            }
+        }
+        tx_queue& q = txq_[f.plane];
+        q.pkts[q.n++] = m;
+        if (q.n >= k_burst) {
+            tx_flush(f.plane);
+            if (q.n >= k_burst) {
+                break; // the port is full: stop pulling
+            }
+        }
+    }
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        if (txq_[p].n != 0) {
+            tx_flush(p);
+        }
+    }
+    return pulled != 0;
+}
+
+void worker::tx_flush(uint8_t plane) noexcept
+{
+    tx_queue& q = txq_[plane];
+    const uint16_t sent = rte_eth_tx_burst(cfg_.planes[plane].port_id, cfg_.queue, q.pkts.data(), q.n);
+    for (uint16_t i = 0; i < sent; ++i) {
+        ctr_.tx_bytes += q.pkts[i]->pkt_len;
+    }
+    ctr_.tx_frames += sent;
+    if (sent < q.n) {
+        ++ctr_.tx_queue_full;
+        std::copy(q.pkts.begin() + sent, q.pkts.begin() + q.n, q.pkts.begin());
+    }
+    q.n = uint16_t(q.n - sent);
+}
+
+void worker::flush() noexcept
+{
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        for (int tries = 0; tries < 100 && txq_[p].n != 0; ++tries) {
+            tx_flush(p);
+        }
+    }
+}
+
+} // namespace metaroce::dpdk

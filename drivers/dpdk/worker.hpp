@@ -1,0 +1,128 @@
+// The per-lcore datapath, run to completion in the style of l3fwd: one endpoint
+// per worker (shared nothing), one RX and one TX queue per plane port.
+//
+//   poll(now): RX burst per plane -> parse Eth/IPv4/UDP -> endpoint::on_packet
+//              -> hand-off ring (frames for another worker's node) -> timers
+//              -> pull packets from the core into mbufs -> TX burst per plane.
+//
+// Steering (how a connection's packets reach its owning lcore): each worker is
+// its own node with its own IPv4 address per plane, so a connection belongs to
+// the worker whose address it was opened to, whatever UDP source port (path) its
+// packets use. Frames arriving on a queue polled by another worker are passed to
+// the owner through its single-consumer `inbox` ring (software hand-off); a port
+// with rte_flow can instead steer on the destination address straight to the
+// owner's queue, which makes the hand-off path idle.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "dpdk/encap.hpp"
+#include "dpdk/planes.hpp"
+#include "metaroce/endpoint.hpp"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_ring;
+
+namespace metaroce::dpdk {
+
+inline constexpr uint16_t k_burst = 32;
+
+struct worker_counters {
+    uint64_t loops = 0;
+    uint64_t busy_loops = 0;
+    uint64_t rx_frames = 0;
+    uint64_t rx_bytes = 0;
+    uint64_t tx_frames = 0;
+    uint64_t tx_bytes = 0;
+    std::array<uint64_t, size_t(rx_drop::count_)> rx_drops{};
+    uint64_t rx_not_ours = 0;      // addressed to no worker of this process
+    uint64_t rx_plane_down = 0;    // dropped: plane administratively down
+    uint64_t rx_linearized = 0;    // multi-segment frames copied to read them
+    uint64_t tx_plane_down = 0;
+    uint64_t tx_no_mbuf = 0;
+    uint64_t tx_bad_frame = 0;     // the core named a plane we do not have
+    uint64_t tx_queue_full = 0;    // bursts the port did not take whole (kept, retried)
+    uint64_t handoff_out = 0;
+    uint64_t handoff_in = 0;
+    uint64_t handoff_drops = 0;
+    uint64_t timer_calls = 0;
+
+    uint64_t rx_drops_total() const noexcept
+    {
+        uint64_t n = 0;
+        for (auto v : rx_drops) {
+            n += v;
+        }
+        return n;
+    }
+};
+
+// A worker that owns another node's address: where its frames go.
+struct steer_entry {
+    uint32_t node = 0;
+    rte_ring* inbox = nullptr;
+};
+
+struct worker_config {
+    endpoint_config ep;             // ep.local_addr is this worker's node address
+    uint16_t queue = 0;             // RX/TX queue index on every plane port
+    bool poll_rx = true;            // false: the port has fewer queues; frames arrive by hand-off
+    std::vector<plane_port> planes; // index = plane number
+    std::vector<static_neighbor> neighbors;
+    rte_mempool* pool = nullptr;
+    const plane_admin* admin = nullptr; // may be null: all planes up
+    rte_ring* inbox = nullptr;      // frames handed to us by other workers (may be null)
+    std::vector<steer_entry> steering; // other workers of this process
+    uint16_t tx_budget = 64;        // packets pulled from the core per poll
+};
+
+class worker {
+public:
+    explicit worker(const worker_config& cfg);
+    ~worker();
+    worker(const worker&) = delete;
+    worker& operator=(const worker&) = delete;
+
+    endpoint& ep() noexcept { return ep_; }
+    const endpoint& ep() const noexcept { return ep_; }
+    uint32_t node() const noexcept { return cfg_.ep.local_addr; }
+    size_t planes() const noexcept { return cfg_.planes.size(); }
+
+    // One run-to-completion iteration; true when it moved any packet or ran a timer.
+    bool poll(uint64_t now_ns);
+    // Sends whatever is still queued for the ports (at stop).
+    void flush() noexcept;
+
+    const worker_counters& counters() const noexcept { return ctr_; }
+    void clear_counters() noexcept { ctr_ = {}; }
+
+private:
+    bool plane_up(uint8_t plane) const noexcept;
+    void rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns);
+    bool rx_plane(uint8_t plane, uint64_t now_ns);
+    bool rx_inbox(uint64_t now_ns);
+    bool tx_pull(uint64_t now_ns);
+    void tx_flush(uint8_t plane) noexcept;
+    rte_mbuf* tx_alloc() noexcept;
+
+    worker_config cfg_;
+    endpoint ep_;
+    worker_counters ctr_;
+    std::array<neighbor_table, k_max_planes> neigh_;
+    std::array<int16_t, 1024> plane_of_port_{}; // port id -> plane, -1: not ours
+
+    struct tx_queue {
+        std::array<rte_mbuf*, 2 * k_burst> pkts{};
+        uint16_t n = 0;
+    };
+    std::array<tx_queue, k_max_planes> txq_;
+    std::array<rte_mbuf*, k_burst> spare_{}; // allocated in bulk, not yet used
+    uint16_t spare_n_ = 0;
+    std::array<uint8_t, 16384> scratch_{};   // linearised multi-segment frames
+};
+
+} // namespace metaroce::dpdk
