@@ -220,6 +220,10 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         }
         r.state = rec_state::rnr_hold;
         c.rnr_deadline = std::min(c.rnr_deadline, now + t.rnr_delay_ns);
+        // The NAK came back over this path, so its route works: waiting for a
+        // receive must not count towards the path's timeouts.
+        p.timeouts = 0;
+        p.suspect = false;
         return;
     }
     switch (n.reason) {
@@ -257,7 +261,13 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         if (p.rto_deadline > now) {
             continue;
         }
-        if (p.inflight == 0) {
+        bool on_wire = false;
+        for (uint32_t psn = p.una; psn != p.next_psn && !on_wire; ++psn) {
+            on_wire = p.at(psn).state == rec_state::in_flight;
+        }
+        if (!on_wire) {
+            // Nothing to time out: what is outstanding is held for RNR (or already
+            // queued for resending); the resend re-arms the RTO.
             p.rto_deadline = k_no_deadline;
             continue;
         }
