@@ -148,6 +148,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         } else {
             recv_slot& rs = c.rslots[p.msn % c.rslots.size()];
             stream_state& ss = c.streams[p.stream];
+            bool opened = false;
             if (rs.in_use && rs.msn != p.msn) {
                 o.v = verdict::drop; // sender exceeded the message window
             } else if (rs.in_use && (rs.op != p.op || rs.stream != p.stream || rs.ssn != p.ssn ||
@@ -189,9 +190,13 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.in_use = true;
                     rs = n;
+                    opened = true;
                 }
             }
-            if (o.v == verdict::accepted) {
+            // A message that is already complete (a peer repeating a packet under a new
+            // PSN) takes nothing more: linking it twice would make the pending list a cycle.
+            const bool was_complete = !opened && (rs.op == wire::opcode::read_req || rs.received >= rs.msg_len);
+            if (o.v == verdict::accepted && !was_complete) {
                 if (is_write(rs.op)) {
                     place_write(rs, p.offset, p.payload);
                 } else if (!p.payload.empty()) {
