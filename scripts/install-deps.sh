@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages metaroce builds and tests with, only if missing.
 set -euo pipefail
 packages=(meson ninja-build pkg-config g++ python3
-          libdpdk-dev dpdk catch2 libspdlog-dev nlohmann-json3-dev
+          libdpdk-dev dpdk dpdk-dev catch2 libspdlog-dev nlohmann-json3-dev
           libibverbs-dev rdma-core ibverbs-utils)
 missing=()
 for p in "${packages[@]}"; do

@@ -11,6 +11,7 @@
 
 #include "dpdk/eal.hpp"
 #include "dpdk/node.hpp"
+#include "dpdk/stats_json.hpp"
 #include "options.hpp"
 #include "raw.hpp"
 #include "session.hpp"
@@ -72,12 +73,26 @@ int main(int argc, char** argv)
         }
         info.planes = o.planes;
         info.paths = o.paths;
+        info.link_up = [&n] {
+            for (const auto& c : n.ports()) {
+                if (dpdk::port_link_up(c.port_id)) {
+                    return true;
+                }
+            }
+            return false;
+        };
         if (o.raw) {
             info.transport = "raw UDP";
             rc = perf::run_raw(n, o, info);
         } else {
             perf::session s(n.w(), o, info);
             rc = s.run();
+        }
+        if (o.show_counters) {
+            nlohmann::json j;
+            j["worker"] = dpdk::to_json(n.w().counters());
+            j["transport"] = dpdk::to_json(n.w().ep().stats());
+            std::fprintf(stderr, "%s\n", j.dump(1).c_str());
         }
     } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "metaroce-perf: %s\n", e.what());

@@ -49,6 +49,7 @@ enum long_only : int {
     opt_local,
     opt_timeout,
     opt_udp_csum,
+    opt_counters,
 };
 
 } // namespace
@@ -100,6 +101,7 @@ void print_usage(const char* prog)
         "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2)\n"
         "      --timeout SEC      give up waiting for the peer after SEC s (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
+        "      --counters         print datapath and transport counters at exit\n"
         "  -h, --help\n",
         prog, dpdk::k_max_planes);
 }
@@ -124,6 +126,7 @@ std::optional<options> parse_options(int argc, char** argv)
         {"local", required_argument, nullptr, opt_local},
         {"timeout", required_argument, nullptr, opt_timeout},
         {"udp-csum", no_argument, nullptr, opt_udp_csum},
+        {"counters", no_argument, nullptr, opt_counters},
         {nullptr, 0, nullptr, 0},
     };
     options o;
@@ -188,6 +191,7 @@ std::optional<options> parse_options(int argc, char** argv)
             break;
         case opt_timeout: o.timeout_s = uint32_t(parse_uint("--timeout", optarg, 1, 3600)); break;
         case opt_udp_csum: o.udp_csum_sw = true; break;
+        case opt_counters: o.show_counters = true; break;
         case 'h': print_usage(argv[0]); return std::nullopt;
         case ':':
             throw std::invalid_argument(std::string("option ") + argv[optind - 1] +

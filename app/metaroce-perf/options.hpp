@@ -29,6 +29,7 @@ struct options {
     bool raw = false;              // --raw: frames without the transport (baseline)
     uint32_t timeout_s = 30;       // give up waiting for the peer
     bool udp_csum_sw = false;
+    bool show_counters = false;    // --counters: datapath and transport counters at exit
     bool is_bw() const noexcept
     {
         return test == test_kind::write_bw || test == test_kind::send_bw ||

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct run_info {
     std::string transport = "MetaRoCE";
     uint32_t planes = 1;
     uint32_t paths = 16;
+    std::function<bool()> link_up;  // any plane port still linked to the peer
 };
 
 void print_header(const options& o, const run_info& info);

@@ -734,6 +734,12 @@ int session::run_server()
         }
     }
     w_.flush();
+    // The client tears down first; leave only once its memif/link is gone, so
+    // the PMD's disconnect handling never races our own port close.
+    const uint64_t link_until = clk_.now_ns() + 2'000'000'000ull;
+    while (clk_.now_ns() < link_until && info_.link_up && info_.link_up()) {
+        step();
+    }
     return bad_total == 0 ? 0 : 2;
 }
 

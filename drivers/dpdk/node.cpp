@@ -64,7 +64,8 @@ node::~node()
     for (const auto& c : caps_) {
         stop_port(c.port_id);
     }
-    rte_mempool_free(pool_);
+    // The pool is left to rte_eal_cleanup(): a PMD's interrupt thread (memif on
+    // peer disconnect) may still be releasing its queues while we get here.
 }
 
 } // namespace metaroce::dpdk
