@@ -61,9 +61,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-eal_common=(--no-pci "${mem_opts[@]}" --log-level='*:warning' --in-memory)
+eal_common=(--no-pci "${mem_opts[@]}" --log-level='*:warning')
 timeout 60 "$perf" -l "$server_core" "${eal_common[@]}" --file-prefix=metaroce-demo-server \
-  --vdev=net_memif0,role=server,socket="$sock",bsize=8192 \
+  --vdev=net_memif0,role=server,socket="$sock",bsize=8192,socket-abstract=no \
   -- "$test_name" -D "$duration" --report_gbits "$@" </dev/null >"$run_dir/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do
@@ -73,7 +73,7 @@ done
 echo "demo: server (pid $server_pid, core $server_core) and client (core $client_core) over net_memif"
 rc=0
 timeout 60 "$perf" -l "$client_core" "${eal_common[@]}" --file-prefix=metaroce-demo-client \
-  --vdev=net_memif0,role=client,socket="$sock",bsize=8192 \
+  --vdev=net_memif0,role=client,socket="$sock",bsize=8192,socket-abstract=no \
   -- "$test_name" -D "$duration" --report_gbits "$@" 10.0.0.1 </dev/null 2>&1 |
   grep -v '^TELEMETRY' || rc=$?
 wait "$server_pid" || rc=$?
