@@ -114,7 +114,8 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         r.reply_sport = p.udp_sport;
     }
     c.rslots.assign(c.max_msgs, recv_slot{});
-    c.streams.resize(c.streams_n);
+    // c.streams keeps its local size: requests posted while connecting may name
+    // streams beyond the agreed count; on_accept fails those.
     c.ack_queue = fixed_ring<uint16_t>(c.paths);
     c.retx_paths = fixed_ring<uint16_t>(c.paths);
 }
@@ -174,6 +175,28 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     init_paths(c, h.isn.host());
     by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
     push_event(conn_event::kind::established, c);
+    // Requests posted while connecting on streams the peer does not have can never
+    // be delivered: they fail now instead of being sent.
+    for (uint16_t st = c.streams_n; st < c.streams.size(); ++st) {
+        stream_state& ss = c.streams[st];
+        for (int32_t i = ss.head; i != k_nil; i = c.sq[i].next_in_stream) {
+            c.sq[i].done = true;
+            c.sq[i].status = wc_status::rem_inv_req_err;
+        }
+        try_complete(c, st);
+        while (ss.rq_consumed != ss.rq_posted) {
+            completion wc;
+            wc.wr_id = ss.rq[ss.rq_consumed % ss.rq.size()].wr_id;
+            wc.conn = c.id;
+            wc.stream = st;
+            wc.status = wc_status::wr_flush_err;
+            wc.op = wc_opcode::recv;
+            if (!push_cq(c, wc)) {
+                break;
+            }
+            ++ss.rq_consumed;
+        }
+    }
     mark_ready(c);
     (void)now;
 }

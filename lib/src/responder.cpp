@@ -150,7 +150,9 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             stream_state& ss = c.streams[p.stream];
             bool opened = false;
             if (rs.in_use && rs.msn != p.msn) {
-                o.v = verdict::drop; // sender exceeded the message window
+                // The slot still holds an older message that cannot commit yet (our CQ
+                // is full). Not ready: acknowledging a packet we drop would lose it.
+                o.v = verdict::rnr;
             } else if (rs.in_use && (rs.op != p.op || rs.stream != p.stream || rs.ssn != p.ssn ||
                                      rs.msg_len != p.msg_len || rs.va != p.va || rs.rkey != p.rkey)) {
                 o = nak(wire::nak_reason::invalid_request);

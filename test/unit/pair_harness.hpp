@@ -36,18 +36,23 @@ public:
     // Each side with its own transport config and seed (seeds pick ISNs and entropy).
     pair_harness(transport_config ta, transport_config tb, uint64_t delay_ns = 1000,
                  uint64_t seed_a = 11, uint64_t seed_b = 22)
+        : pair_harness(config(k_addr_a, ta, seed_a), config(k_addr_b, tb, seed_b), delay_ns)
+    {
+    }
+    // Full endpoint configs; local_addr must be k_addr_a and k_addr_b.
+    pair_harness(const endpoint_config& ca, const endpoint_config& cb, uint64_t delay_ns)
         : delay_(delay_ns)
     {
-        endpoint_config ca;
-        ca.local_addr = k_addr_a;
-        ca.transport = ta;
-        ca.seed = seed_a;
-        endpoint_config cb = ca;
-        cb.local_addr = k_addr_b;
-        cb.transport = tb;
-        cb.seed = seed_b;
         ep_[0] = std::make_unique<endpoint>(ca);
         ep_[1] = std::make_unique<endpoint>(cb);
+    }
+    static endpoint_config config(uint32_t addr, const transport_config& t, uint64_t seed)
+    {
+        endpoint_config c;
+        c.local_addr = addr;
+        c.transport = t;
+        c.seed = seed;
+        return c;
     }
 
     endpoint& a() { return *ep_[0]; }
@@ -61,6 +66,7 @@ public:
     std::function<void(const captured&)> on_delivered;
     std::vector<captured> sent;      // every packet put on the wire, in order
     bool record = true;
+    bool auto_drain[2] = {true, true}; // poll each side's CQ after every step
 
     // Connects a to b and runs until both sides are established.
     conn_id connect()
@@ -164,6 +170,9 @@ public:
     void drain_cq()
     {
         for (int s = 0; s < 2; ++s) {
+            if (!auto_drain[s]) {
+                continue;
+            }
             completion wc[64];
             size_t n;
             while ((n = ep_[s]->poll_cq(wc)) > 0) {

@@ -563,3 +563,82 @@ TEST_CASE("a complete message's packet replayed under a fresh PSN commits nothin
     CHECK(first_mismatch(src[1]->bytes, dst[1]->bytes).empty());
     CHECK(all_zero(dst[2]->bytes));
 }
+
+TEST_CASE("a receiver that stops polling its CQ loses no message", "[semantics][cq]")
+{
+    transport_config t;
+    t.max_msgs = 8;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.cq_depth = 4;
+    pair_harness h(ca, cb, 1000);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    const int n = 30;
+    auto src = buffers(h.a(), n, 1000, true);
+    auto dst = buffers(h.b(), n, 1000, false);
+    for (int i = 0; i < n; ++i) {
+        REQUIRE(h.b().post_recv(pc, 0, make_recv(*dst[i], 100 + i)) == post_result::ok);
+    }
+    h.auto_drain[1] = false;
+    int posted = 0;
+    for (; posted < n; ++posted) {
+        if (h.a().post_send(c, make_wr(wr_opcode::send, *src[posted], *dst[posted], posted), h.now()) !=
+            post_result::ok) {
+            break;
+        }
+    }
+    // The sender keeps posting as its completions come in.
+    h.run_until([&] {
+        while (posted < n &&
+               h.a().post_send(c, make_wr(wr_opcode::send, *src[posted], *dst[posted], posted), h.now()) ==
+                   post_result::ok) {
+            ++posted;
+        }
+        return false;
+    }, 20'000'000);
+    CHECK(h.b().stats().rx_invalid == 0);
+    // Now the application polls again and posts the rest.
+    h.auto_drain[1] = true;
+    h.drain_cq();
+    REQUIRE(h.run_until([&] {
+        while (posted < n &&
+               h.a().post_send(c, make_wr(wr_opcode::send, *src[posted], *dst[posted], posted), h.now()) ==
+                   post_result::ok) {
+            ++posted;
+        }
+        return h.cq[0].size() == size_t(n) && h.cq[1].size() == size_t(n);
+    }));
+    for (int i = 0; i < n; ++i) {
+        INFO("message " << i);
+        CHECK(h.cq[0][i].status == wc_status::success);
+        CHECK(h.cq[1][i].wr_id == uint64_t(100 + i));
+        CHECK(first_mismatch(src[i]->bytes, dst[i]->bytes).empty());
+    }
+}
+
+TEST_CASE("requests posted before the peer cut the stream count fail cleanly", "[semantics][connect]")
+{
+    transport_config ta;
+    ta.max_streams = 8;
+    transport_config tb;
+    tb.max_streams = 2;
+    pair_harness h(ta, tb);
+    const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
+    buffer src(h.a(), 3000, k_all_access, 3);
+    buffer dst(h.b(), 3000, k_all_access);
+    buffer rb(h.a(), 3000, k_all_access);
+    // Still connecting: the local limit (8 streams) applies.
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2, 6), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_recv(c, 7, make_recv(rb, 3)) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 3; }, 50'000'000));
+    std::map<uint64_t, wc_status> st;
+    for (const auto& wc : h.cq[0]) {
+        st[wc.wr_id] = wc.status;
+    }
+    CHECK(st[1] == wc_status::success);
+    CHECK(st[2] != wc_status::success);
+    CHECK(st[3] != wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+}
