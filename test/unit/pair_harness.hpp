@@ -210,14 +210,16 @@ private:
 struct buffer {
     std::vector<uint8_t> bytes;
     memory_region mr;
-    buffer(endpoint& e, size_t n, uint32_t acc, uint8_t seed = 0)
+    // va = 0: peers see the host address; else they see va (reproducible across runs).
+    buffer(endpoint& e, size_t n, uint32_t acc, uint8_t seed = 0, uint64_t va = 0)
         : bytes(n, 0)
     {
         uint8_t* p = bytes.data();
         for (size_t i = 0; seed != 0 && i < n; ++i) {
             p[i] = uint8_t((i * 31 + seed) ^ (i >> 8));
         }
-        mr = *e.memory().register_region(bytes.data(), n, acc);
+        mr = va == 0 ? *e.memory().register_region(bytes.data(), n, acc)
+                     : *e.memory().register_region(bytes.data(), va, n, acc);
     }
     uint64_t va(size_t off = 0) const { return mr.va + off; }
 };

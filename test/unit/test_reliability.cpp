@@ -350,3 +350,67 @@ TEST_CASE("RNR with a retry limit fails with rnr_retry_exc_err", "[reliability][
     CHECK(h.b().stats().rx_rnr >= 3);
     CHECK(all_zero(dst.bytes));
 }
+
+TEST_CASE("every op survives random loss in both directions", "[reliability][loss]")
+{
+    const double rate = GENERATE(0.02, 0.15);
+    transport_config t;
+    t.mtu = 1500;
+    t.paths = 8;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    xorshift rng{31337};
+    h.filter = [&](captured&) { return double(rng.next() % 10000) / 10000.0 < rate; };
+    std::vector<std::unique_ptr<buffer>> bufs;
+    auto mk = [&](endpoint& e, size_t n, uint8_t seed) -> buffer& {
+        bufs.push_back(std::make_unique<buffer>(e, n, k_all_access, seed));
+        return *bufs.back();
+    };
+    struct op_check {
+        buffer* want;
+        buffer* got;
+    };
+    std::vector<op_check> checks;
+    for (int i = 0; i < 12; ++i) {
+        const size_t len = 1000 + size_t(i) * 7919;
+        const uint16_t stream = uint16_t(i % 3);
+        buffer& a_buf = mk(h.a(), len, uint8_t(i + 1));
+        const int kind = i % 4;
+        if (kind == 0 || kind == 3) {
+            buffer& b_buf = mk(h.b(), len, 0);
+            if (kind == 3) {
+                REQUIRE(h.b().post_recv(pc, stream, make_recv(b_buf, 500 + i)) == post_result::ok);
+            }
+            REQUIRE(h.a().post_send(c, make_wr(kind == 0 ? wr_opcode::write : wr_opcode::send, a_buf, b_buf, i, stream),
+                                    h.now()) == post_result::ok);
+            checks.push_back({&a_buf, &b_buf});
+        } else if (kind == 1) {
+            buffer& b_buf = mk(h.b(), len, uint8_t(i + 50));
+            std::fill(a_buf.bytes.begin(), a_buf.bytes.end(), 0);
+            REQUIRE(h.a().post_send(c, make_wr(wr_opcode::read, a_buf, b_buf, i, stream), h.now()) ==
+                    post_result::ok);
+            checks.push_back({&b_buf, &a_buf});
+        } else {
+            buffer& b_buf = mk(h.b(), len, 0);
+            buffer& r_buf = mk(h.b(), 16, 0);
+            REQUIRE(h.b().post_recv(pc, stream, make_recv(r_buf, 500 + i)) == post_result::ok);
+            REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write_imm, a_buf, b_buf, i, stream), h.now()) ==
+                    post_result::ok);
+            checks.push_back({&a_buf, &b_buf});
+        }
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 12 && h.cq[1].size() == 6; }));
+    for (const auto& wc : h.cq[0]) {
+        INFO("wr " << wc.wr_id);
+        CHECK(wc.status == wc_status::success);
+    }
+    for (const auto& wc : h.cq[1]) {
+        CHECK(wc.status == wc_status::success);
+    }
+    for (size_t i = 0; i < checks.size(); ++i) {
+        INFO("op " << i);
+        CHECK(first_mismatch(checks[i].want->bytes, checks[i].got->bytes).empty());
+    }
+    CHECK(h.a().stats().retransmits + h.b().stats().retransmits > 0);
+}
