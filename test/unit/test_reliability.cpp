@@ -414,3 +414,45 @@ TEST_CASE("every op survives random loss in both directions", "[reliability][los
     }
     CHECK(h.a().stats().retransmits + h.b().stats().retransmits > 0);
 }
+
+TEST_CASE("many READs through a responder that serves one at a time, under loss", "[reliability][read]")
+{
+    transport_config t;
+    t.max_reads = 1;
+    t.mtu = 1024;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    xorshift rng{8};
+    h.filter = [&](captured&) { return rng.next() % 100 < 5; };
+    std::vector<std::unique_ptr<buffer>> remote, local;
+    for (int i = 0; i < 10; ++i) {
+        remote.push_back(std::make_unique<buffer>(h.b(), 3000 + i * 1000, k_all_access, uint8_t(i + 1)));
+        local.push_back(std::make_unique<buffer>(h.a(), 3000 + i * 1000, k_all_access));
+        REQUIRE(h.a().post_send(c, make_wr(wr_opcode::read, *local[i], *remote[i], i, uint16_t(i % 3)), h.now()) ==
+                post_result::ok);
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 10; }));
+    for (int i = 0; i < 10; ++i) {
+        INFO("read " << i);
+        CHECK(h.cq[0][i].status == wc_status::success);
+        CHECK(first_mismatch(remote[i]->bytes, local[i]->bytes).empty());
+    }
+}
+
+TEST_CASE("RNR for a large SEND (more NAKs than the NAK queue holds)", "[reliability][rnr]")
+{
+    pair_harness h;
+    const conn_id c = h.connect();
+    buffer src(h.a(), 1 << 20, k_all_access, 7);
+    buffer dst(h.b(), 1 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::send, src, dst, 1), h.now()) == post_result::ok);
+    const uint64_t t0 = h.now();
+    h.run_until([&] { return h.now() >= t0 + 5'000'000; }, 10'000'000);
+    CHECK(h.b().stats().rx_rnr > 0);
+    REQUIRE(h.b().post_recv(h.peer_conn(), 0, make_recv(dst, 9)) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty() && !h.cq[1].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(h.cq[1][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().conn_errors == 0);
+}

@@ -642,3 +642,134 @@ TEST_CASE("requests posted before the peer cut the stream count fail cleanly", "
     CHECK(st[3] != wc_status::success);
     CHECK(first_mismatch(src.bytes, dst.bytes).empty());
 }
+
+TEST_CASE("zero-length WRITE, SEND and READ complete", "[semantics][empty]")
+{
+    pair_harness h;
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    buffer a(h.a(), 64, k_all_access, 3);
+    buffer b(h.b(), 64, k_all_access, 4);
+    const auto b_before = b.bytes;
+    REQUIRE(h.b().post_recv(pc, 0, make_recv(b, 50)) == post_result::ok);
+    auto w = make_wr(wr_opcode::write, a, b, 1);
+    w.local.length = 0;
+    auto s = make_wr(wr_opcode::send_imm, a, b, 2);
+    s.local.length = 0;
+    auto r = make_wr(wr_opcode::read, a, b, 3);
+    r.local.length = 0;
+    auto wi = make_wr(wr_opcode::write_imm, a, b, 4);
+    wi.local.length = 0;
+    REQUIRE(h.b().post_recv(pc, 0, make_recv(b, 51)) == post_result::ok);
+    for (const auto& wr : {w, s, r, wi}) {
+        REQUIRE(h.a().post_send(c, wr, h.now()) == post_result::ok);
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 4 && h.cq[1].size() == 2; }));
+    for (int i = 0; i < 4; ++i) {
+        CHECK(h.cq[0][i].wr_id == uint64_t(i + 1));
+        CHECK(h.cq[0][i].status == wc_status::success);
+        CHECK(h.cq[0][i].byte_len == 0);
+    }
+    CHECK(h.cq[1][0].wr_id == 50);
+    CHECK(h.cq[1][0].byte_len == 0);
+    CHECK(h.cq[1][0].has_imm);
+    CHECK(h.cq[1][1].wr_id == 51);
+    CHECK(h.cq[1][1].op == wc_opcode::recv_rdma_with_imm);
+    CHECK(first_mismatch(b_before, b.bytes).empty());
+}
+
+TEST_CASE("both sides send on one connection at once", "[semantics][duplex]")
+{
+    transport_config t;
+    t.paths = 4;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    xorshift rng{5};
+    h.filter = [&](captured&) { return rng.next() % 100 < 5; };
+    buffer a_src(h.a(), 200000, k_all_access, 1);
+    buffer a_dst(h.a(), 200000, k_all_access);
+    buffer b_src(h.b(), 200000, k_all_access, 2);
+    buffer b_dst(h.b(), 200000, k_all_access);
+    buffer a_rcv(h.a(), 5000, k_all_access);
+    buffer b_rcv(h.b(), 5000, k_all_access);
+    buffer a_msg(h.a(), 5000, k_all_access, 3);
+    buffer b_msg(h.b(), 5000, k_all_access, 4);
+    REQUIRE(h.a().post_recv(c, 0, make_recv(a_rcv, 60)) == post_result::ok);
+    REQUIRE(h.b().post_recv(pc, 0, make_recv(b_rcv, 70)) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, a_src, b_dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.b().post_send(pc, make_wr(wr_opcode::write, b_src, a_dst, 2), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::send, a_msg, b_rcv, 3), h.now()) == post_result::ok);
+    REQUIRE(h.b().post_send(pc, make_wr(wr_opcode::send, b_msg, a_rcv, 4), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 3 && h.cq[1].size() == 3; }));
+    for (int s = 0; s < 2; ++s) {
+        for (const auto& wc : h.cq[s]) {
+            CHECK(wc.status == wc_status::success);
+        }
+    }
+    CHECK(first_mismatch(a_src.bytes, b_dst.bytes).empty());
+    CHECK(first_mismatch(b_src.bytes, a_dst.bytes).empty());
+    CHECK(first_mismatch(a_msg.bytes, b_rcv.bytes).empty());
+    CHECK(first_mismatch(b_msg.bytes, a_rcv.bytes).empty());
+}
+
+TEST_CASE("close completes when CLOSE or CLOSE_ACK is lost, and when the peer is gone",
+          "[semantics][close]")
+{
+    const int lose = GENERATE(0, 1, 2); // first CLOSE, first CLOSE_ACK, everything
+    transport_config t;
+    t.connect_retries = 3;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    int closes = 0, acks = 0;
+    h.filter = [&](captured& p) {
+        if (lose == 2) {
+            return true;
+        }
+        if (is_op(p, wire::opcode::close)) {
+            return lose == 0 && closes++ == 0;
+        }
+        if (is_op(p, wire::opcode::close_ack)) {
+            return lose == 1 && acks++ == 0;
+        }
+        return false;
+    };
+    h.a().close(c, h.now());
+    REQUIRE(h.run_until([&] { return h.a().connections().empty(); }, 1'000'000'000));
+    REQUIRE(!h.events[0].empty());
+    CHECK(h.events[0].back().what == conn_event::kind::closed);
+    CHECK(h.events[0].back().conn == c);
+    if (lose != 2) {
+        CHECK(h.b().connections().empty());
+        CHECK(h.events[1].back().what == conn_event::kind::closed);
+    } else {
+        CHECK(h.b().connections().size() == 1); // it never heard of the close
+    }
+}
+
+TEST_CASE("connecting to a silent peer fails with an error event", "[semantics][connect]")
+{
+    transport_config t;
+    t.connect_retries = 3;
+    t.connect_retry_ns = 100'000;
+    pair_harness h(t);
+    h.filter = [](captured&) { return true; };
+    buffer a(h.a(), 64, k_all_access, 3);
+    buffer b(h.b(), 64, k_all_access);
+    const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(c != k_no_conn);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, a, b, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.events[0].empty(); }, 100'000'000));
+    CHECK(h.events[0][0].what == conn_event::kind::error);
+    // Four waits (retries back off), then the error; bounded either way.
+    CHECK(h.now() >= 4 * t.connect_retry_ns);
+    CHECK(h.now() <= 32 * t.connect_retry_ns);
+    REQUIRE(h.cq[0].size() == 1);
+    CHECK(h.cq[0][0].status == wc_status::retry_exc_err);
+    size_t connects = 0;
+    for (const captured& p : h.sent) {
+        connects += is_op(p, wire::opcode::connect);
+    }
+    CHECK(connects == 4); // first try and three retries
+
+}
