@@ -1,0 +1,207 @@
+#include "app.hpp"
+
+#include <rte_lcore.h>
+#include <rte_telemetry.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+#include "dpdk/port.hpp"
+#include "dpdk/stats_json.hpp"
+
+namespace metaroce::app {
+
+namespace {
+
+application* g_app = nullptr;
+
+// Telemetry dicts hold scalars (and arrays of scalars) only: flatten nested JSON
+// into keys joined by '_' ("path_3_cwnd"), floats as strings.
+void flatten(rte_tel_data* d, const std::string& prefix, const nlohmann::json& j, int& budget)
+{
+    if (j.is_object() || j.is_array()) {
+        size_t i = 0;
+        for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+            const std::string key = j.is_object() ? it.key() : std::to_string(i);
+            flatten(d, prefix.empty() ? key : prefix + "_" + key, *it, budget);
+        }
+        return;
+    }
+    if (budget-- <= 0) {
+        return;
+    }
+    if (j.is_number_unsigned()) {
+        rte_tel_data_add_dict_u64(d, prefix.c_str(), j.get<uint64_t>());
+    } else if (j.is_number_integer()) {
+        rte_tel_data_add_dict_int(d, prefix.c_str(), int(j.get<int64_t>()));
+    } else if (j.is_boolean()) {
+        rte_tel_data_add_dict_u64(d, prefix.c_str(), j.get<bool>() ? 1 : 0);
+    } else if (j.is_number_float()) {
+        char s[32];
+        std::snprintf(s, sizeof s, "%.3f", j.get<double>());
+        rte_tel_data_add_dict_string(d, prefix.c_str(), s);
+    } else if (j.is_string()) {
+        rte_tel_data_add_dict_string(d, prefix.c_str(), j.get<std::string>().c_str());
+    }
+}
+
+int reply(rte_tel_data* d, const std::string& text)
+{
+    rte_tel_data_start_dict(d);
+    int budget = RTE_TEL_MAX_DICT_ENTRIES;
+    flatten(d, "", nlohmann::json::parse(text), budget);
+    return 0;
+}
+
+int tel_stats(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->stats_json()); }
+int tel_conns(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->conns_json()); }
+int tel_planes(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->planes_json()); }
+int tel_paths(const char*, const char* params, rte_tel_data* d)
+{
+    if (params == nullptr || *params == '\0') {
+        return -EINVAL;
+    }
+    char* end = nullptr;
+    const unsigned long id = std::strtoul(params, &end, 0);
+    if (end == params || *end != '\0') {
+        return -EINVAL;
+    }
+    return reply(d, g_app->paths_json(conn_id(id)));
+}
+
+void* control_entry(void* self)
+{
+    static_cast<application*>(self)->control_loop();
+    return nullptr;
+}
+
+} // namespace
+
+application::application(const app_config& cfg) : cfg_(cfg)
+{
+    for (size_t p = 0; p < dpdk::k_max_planes; ++p) {
+        admin_down_[p].store(false);
+        link_down_[p].store(false);
+    }
+    dp_ = std::make_unique<datapath>(cfg_, &admin_);
+    unsigned lcore = RTE_MAX_LCORE;
+    if (!cfg_.lcores.empty()) {
+        lcore = cfg_.lcores[0];
+        if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
+            throw std::invalid_argument("config lcores[0] = " + std::to_string(lcore) +
+                                        " is not a worker lcore of -l (the main lcore runs the "
+                                        "prompt; give e.g. -l 0,1)");
+        }
+    } else {
+        lcore = rte_get_next_lcore(-1, 1, 0);
+        if (lcore >= RTE_MAX_LCORE) {
+            throw std::invalid_argument("no worker lcore: the main lcore runs the prompt and the "
+                                        "datapath needs another one (e.g. -l 0,1)");
+        }
+    }
+    g_app = this;
+    rte_telemetry_register_cmd("/metaroce/stats", tel_stats,
+                               "Datapath and transport counters. No parameters");
+    rte_telemetry_register_cmd("/metaroce/conns", tel_conns, "Connections. No parameters");
+    rte_telemetry_register_cmd("/metaroce/paths", tel_paths,
+                               "Paths of one connection. Parameters: connection id");
+    rte_telemetry_register_cmd("/metaroce/planes", tel_planes, "Planes (ports). No parameters");
+    dp_->launch(lcore);
+    pthread_t t;
+    if (rte_ctrl_thread_create(&t, "metaroce-ctrl", nullptr, control_entry, this) == 0) {
+        ctrl_thread_ = uint64_t(t);
+        ctrl_running_ = true;
+    }
+}
+
+application::~application()
+{
+    if (ctrl_running_) {
+        ctrl_quit_.store(true);
+        pthread_join(pthread_t(ctrl_thread_), nullptr);
+    }
+    dp_->quit_and_wait();
+    g_app = nullptr;
+}
+
+// Effective plane state = admin up && link up, published for the lcores (relaxed
+// atomics: an lcore sees it within a burst or two; no lock on the datapath).
+void application::publish_planes() noexcept
+{
+    for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+        admin_.up[p].store(!admin_down_[p].load() && !link_down_[p].load(),
+                           std::memory_order_relaxed);
+    }
+}
+
+void application::control_loop()
+{
+    while (!ctrl_quit_.load()) {
+        for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+            const bool down = !dpdk::port_link_up(cfg_.ports[p]);
+            if (down != link_down_[p].load()) {
+                link_down_[p].store(down);
+            }
+        }
+        publish_planes();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+std::string application::stats_json()
+{
+    nlohmann::json j;
+    dp_->call([&] {
+        j["datapath"] = dpdk::to_json(dp_->w().counters());
+        j["transport"] = dpdk::to_json(dp_->w().ep().stats());
+    });
+    return j.dump();
+}
+
+std::string application::conns_json()
+{
+    nlohmann::json j = nlohmann::json::object();
+    dp_->call([&] {
+        for (conn_id c : dp_->w().ep().connections()) {
+            if (auto i = dp_->w().ep().inspect(c)) {
+                j[std::to_string(c)] = {{"peer", dpdk::format_ipv4(i->peer_addr)},
+                                        {"state", std::string(to_string(i->state))},
+                                        {"paths", i->paths},
+                                        {"tx_msgs_completed", i->tx_msgs_completed}};
+            }
+        }
+    });
+    return j.dump();
+}
+
+std::string application::paths_json(conn_id c)
+{
+    nlohmann::json j = nlohmann::json::object();
+    dp_->call([&] {
+        if (auto i = dp_->w().ep().inspect(c)) {
+            j = dpdk::to_json(*i, true);
+        }
+    });
+    return j.dump();
+}
+
+std::string application::planes_json()
+{
+    nlohmann::json j = nlohmann::json::object();
+    const auto& caps = dp_->ports();
+    for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+        j[std::to_string(p)] = {{"port", cfg_.ports[p]},
+                                {"name", caps[p].name},
+                                {"address", dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p)))},
+                                {"link_up", !link_down_[p].load()},
+                                {"admin_up", !admin_down_[p].load()},
+                                {"in_use", admin_.up[p].load()}};
+    }
+    return j.dump();
+}
+
+} // namespace metaroce::app

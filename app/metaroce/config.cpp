@@ -1,0 +1,185 @@
+#include "config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "dpdk/port.hpp"
+
+namespace metaroce::app {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& origin, const std::string& where, const std::string& what)
+{
+    throw std::invalid_argument(origin + ": " + where + ": " + what);
+}
+
+uint64_t get_uint(const json& j, const std::string& origin, const std::string& where, uint64_t min,
+                  uint64_t max)
+{
+    if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<int64_t>() >= 0)) {
+        bad(origin, where, "expected a non-negative integer, got " + j.dump());
+    }
+    const uint64_t v = j.get<uint64_t>();
+    if (v < min || v > max) {
+        bad(origin, where, std::to_string(v) + " is out of range [" + std::to_string(min) + ", " +
+                               std::to_string(max) + "]");
+    }
+    return v;
+}
+
+uint32_t get_ipv4(const json& j, const std::string& origin, const std::string& where)
+{
+    uint32_t a = 0;
+    if (!j.is_string() || !dpdk::parse_ipv4(j.get<std::string>(), a)) {
+        bad(origin, where, "expected an IPv4 address string like \"10.0.0.1\", got " + j.dump());
+    }
+    return a;
+}
+
+void check_keys(const json& obj, const std::string& origin, const std::string& where,
+                std::initializer_list<const char*> allowed)
+{
+    if (!obj.is_object()) {
+        bad(origin, where, "expected an object, got " + obj.dump());
+    }
+    for (const auto& [k, v] : obj.items()) {
+        bool ok = false;
+        std::string list;
+        for (const char* a : allowed) {
+            ok |= k == a;
+            list += std::string(list.empty() ? "" : ", ") + a;
+        }
+        if (!ok) {
+            bad(origin, where, "unknown key \"" + k + "\" (known: " + list + ")");
+        }
+    }
+}
+
+} // namespace
+
+app_config parse_config(const std::string& text, const std::string& origin)
+{
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw std::invalid_argument(origin + ": not valid JSON: " + e.what());
+    }
+    app_config c;
+    check_keys(j, origin, "top level",
+               {"address", "ports", "peers", "lcores", "transport", "mbufs", "max_connections",
+                "udp_checksum_software", "engine"});
+    if (j.contains("address")) {
+        c.address = get_ipv4(j["address"], origin, "address");
+    }
+    if (j.contains("ports")) {
+        const json& p = j["ports"];
+        if (!p.is_array() || p.empty() || p.size() > dpdk::k_max_planes) {
+            bad(origin, "ports", "expected an array of 1.." + std::to_string(dpdk::k_max_planes) +
+                                     " port ids (one per plane)");
+        }
+        c.ports.clear();
+        for (size_t i = 0; i < p.size(); ++i) {
+            c.ports.push_back(uint16_t(get_uint(p[i], origin, "ports[" + std::to_string(i) + "]", 0, 1023)));
+        }
+    }
+    if (j.contains("lcores")) {
+        const json& l = j["lcores"];
+        if (!l.is_array()) {
+            bad(origin, "lcores", "expected an array of lcore ids");
+        }
+        for (size_t i = 0; i < l.size(); ++i) {
+            c.lcores.push_back(unsigned(get_uint(l[i], origin, "lcores[" + std::to_string(i) + "]", 0, 1023)));
+        }
+    }
+    if (j.contains("peers")) {
+        const json& p = j["peers"];
+        if (!p.is_array()) {
+            bad(origin, "peers", "expected an array of {\"address\", \"plane\", \"mac\"}");
+        }
+        for (size_t i = 0; i < p.size(); ++i) {
+            const std::string w = "peers[" + std::to_string(i) + "]";
+            check_keys(p[i], origin, w, {"address", "plane", "mac"});
+            dpdk::static_neighbor n;
+            if (!p[i].contains("address") || !p[i].contains("mac")) {
+                bad(origin, w, "needs \"address\" and \"mac\"");
+            }
+            n.node = get_ipv4(p[i]["address"], origin, w + ".address");
+            n.plane = uint8_t(p[i].contains("plane") ? get_uint(p[i]["plane"], origin, w + ".plane", 0,
+                                                               dpdk::k_max_planes - 1)
+                                                     : 0);
+            if (!p[i]["mac"].is_string() || !dpdk::parse_mac(p[i]["mac"].get<std::string>(), n.mac)) {
+                bad(origin, w + ".mac", "expected \"aa:bb:cc:dd:ee:ff\", got " + p[i]["mac"].dump());
+            }
+            c.peers.push_back(n);
+        }
+    }
+    if (j.contains("transport")) {
+        const json& t = j["transport"];
+        check_keys(t, origin, "transport",
+                   {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us"});
+        if (t.contains("mtu")) {
+            c.transport.mtu = uint16_t(get_uint(t["mtu"], origin, "transport.mtu", 256, 9000));
+        }
+        if (t.contains("paths")) {
+            c.transport.paths = uint16_t(get_uint(t["paths"], origin, "transport.paths", 1, 256));
+        }
+        if (t.contains("max_msgs")) {
+            c.transport.max_msgs = uint16_t(get_uint(t["max_msgs"], origin, "transport.max_msgs", 1, 4096));
+        }
+        if (t.contains("ack_every_bytes")) {
+            c.transport.ack_every_bytes =
+                uint32_t(get_uint(t["ack_every_bytes"], origin, "transport.ack_every_bytes", 1, 1u << 30));
+        }
+        if (t.contains("initial_rtt_us")) {
+            c.transport.initial_rtt_ns =
+                get_uint(t["initial_rtt_us"], origin, "transport.initial_rtt_us", 1, 1'000'000) * 1000;
+        }
+        if (t.contains("min_rto_us")) {
+            c.transport.min_rto_ns = get_uint(t["min_rto_us"], origin, "transport.min_rto_us", 1, 1'000'000) * 1000;
+        }
+    }
+    if (j.contains("engine")) {
+        const json& e = j["engine"];
+        check_keys(e, origin, "engine", {"message_size", "tx_depth"});
+        if (e.contains("message_size")) {
+            c.message_size = get_uint(e["message_size"], origin, "engine.message_size", 1, 1u << 23);
+        }
+        if (e.contains("tx_depth")) {
+            c.tx_depth = uint32_t(get_uint(e["tx_depth"], origin, "engine.tx_depth", 1, 1024));
+        }
+    }
+    if (j.contains("mbufs")) {
+        c.mbufs = uint32_t(get_uint(j["mbufs"], origin, "mbufs", 1023, 1u << 20));
+    }
+    if (j.contains("max_connections")) {
+        c.max_connections = uint32_t(get_uint(j["max_connections"], origin, "max_connections", 1, 1u << 20));
+    }
+    if (j.contains("udp_checksum_software")) {
+        if (!j["udp_checksum_software"].is_boolean()) {
+            bad(origin, "udp_checksum_software", "expected true or false");
+        }
+        c.udp_checksum_software = j["udp_checksum_software"].get<bool>();
+    }
+    c.transport.planes = uint8_t(c.ports.size());
+    return c;
+}
+
+app_config load_config(const std::string& path)
+{
+    std::ifstream f(path);
+    if (!f) {
+        throw std::invalid_argument(path + ": cannot open");
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return parse_config(ss.str(), path);
+}
+
+} // namespace metaroce::app

@@ -1,0 +1,31 @@
+// The metaroce app's JSON configuration (config/*.json): ports and planes, this
+// node's address, static peers, datapath lcores and transport parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dpdk/planes.hpp"
+#include "metaroce/config.hpp"
+
+namespace metaroce::app {
+
+struct app_config {
+    uint32_t address = 0x0a000001;         // node (plane-0) IPv4
+    std::vector<uint16_t> ports{0};        // index = plane
+    std::vector<unsigned> lcores;          // datapath lcores; empty: the first worker lcore
+    std::vector<dpdk::static_neighbor> peers;
+    transport_config transport;
+    uint32_t mbufs = 8191;
+    uint32_t max_connections = 1024;
+    bool udp_checksum_software = false;
+    uint64_t message_size = 65536;         // for the forwarding engines
+    uint32_t tx_depth = 64;
+};
+
+// Throws std::invalid_argument naming the file, the JSON path and what is wrong.
+app_config load_config(const std::string& path);
+app_config parse_config(const std::string& text, const std::string& origin);
+
+} // namespace metaroce::app

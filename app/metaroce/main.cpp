@@ -1,0 +1,148 @@
+// metaroce: the testpmd-style application.
+//   metaroce [EAL options] -- [--config FILE] [-i] [-a] [--json]
+#include <cmdline.h>
+#include <cmdline_parse.h>
+#include <cmdline_parse_string.h>
+#include <cmdline_socket.h>
+#include <getopt.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "app.hpp"
+#include "dpdk/eal.hpp"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+metaroce::app::application* g_app = nullptr;
+
+// The whole line goes to the command table: one cmdline instance, a
+// multi-word string token, no per-command boilerplate.
+struct line_result {
+    cmdline_fixed_string_t line;
+};
+cmdline_parse_token_string_t k_line_token =
+    TOKEN_STRING_INITIALIZER(struct line_result, line, TOKEN_STRING_MULTI);
+
+void on_line(void* parsed, struct cmdline* cl, void*)
+{
+    auto* r = static_cast<line_result*>(parsed);
+    if (!g_app->execute(r->line)) {
+        cmdline_quit(cl);
+    }
+}
+
+cmdline_parse_inst_t k_line_inst = {
+    on_line, nullptr, "any metaroce command (type help)",
+    {&k_line_token.hdr, nullptr},
+};
+cmdline_parse_ctx_t k_ctx[] = {&k_line_inst, nullptr};
+
+void usage(const char* prog)
+{
+    std::printf("Usage: %s [EAL options] -- [--config FILE] [-i] [-a] [--fwd ENGINE]\n"
+                "  --config FILE  JSON configuration (config/*.json)\n"
+                "  -i             interactive prompt\n"
+                "  -a             start forwarding right away\n"
+                "  --fwd ENGINE   write_bw|send_bw|read_bw|write_lat|send_lat\n"
+                "  --connect ADDR open a connection at start\n",
+                prog);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    using namespace metaroce;
+    int used = 0;
+    try {
+        used = dpdk::eal_init(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "metaroce: %s\n", e.what());
+        return 1;
+    }
+    std::signal(SIGINT, [](int) { g_stop.store(true); });
+    std::signal(SIGTERM, [](int) { g_stop.store(true); });
+    int rc = 0;
+    try {
+        argc -= used - 1;
+        argv += used - 1;
+        std::string config_path;
+        std::string fwd;
+        std::string connect_to;
+        bool interactive = false;
+        bool autostart = false;
+        static const option longs[] = {{"config", required_argument, nullptr, 'c'},
+                                       {"fwd", required_argument, nullptr, 'f'},
+                                       {"connect", required_argument, nullptr, 'C'},
+                                       {"help", no_argument, nullptr, 'h'},
+                                       {nullptr, 0, nullptr, 0}};
+        optind = 0;
+        opterr = 0;
+        for (int c; (c = getopt_long(argc, argv, ":iah", longs, nullptr)) != -1;) {
+            switch (c) {
+            case 'c': config_path = optarg; break;
+            case 'f': fwd = optarg; break;
+            case 'C': connect_to = optarg; break;
+            case 'i': interactive = true; break;
+            case 'a': autostart = true; break;
+            case 'h': usage(argv[0]); dpdk::eal_cleanup(); return 0;
+            case ':': throw std::invalid_argument(std::string("option ") + argv[optind - 1] + " needs a value");
+            default: throw std::invalid_argument(std::string("unknown option '") + argv[optind - 1] + "'");
+            }
+        }
+        if (optind < argc) {
+            throw std::invalid_argument(std::string("unexpected argument '") + argv[optind] + "'");
+        }
+        app::app_config cfg;
+        if (!config_path.empty()) {
+            cfg = app::load_config(config_path);
+        }
+        app::application a(cfg);
+        g_app = &a;
+        std::printf("metaroce: node %s, %zu plane(s), datapath on lcore %u\n",
+                    dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.dp().lcore());
+        std::fflush(stdout);
+        if (!fwd.empty()) {
+            a.execute("set fwd " + fwd);
+        }
+        if (!connect_to.empty()) {
+            a.execute("connect " + connect_to);
+        }
+        if (autostart) {
+            a.execute("start");
+        }
+        if (interactive) {
+            cmdline* cl = cmdline_stdin_new(k_ctx, "metaroce> ");
+            if (cl == nullptr) {
+                throw std::runtime_error("cannot open the prompt");
+            }
+            cmdline_interact(cl);
+            cmdline_stdin_exit(cl);
+            if (!a.quit_requested()) {
+                a.execute("quit");
+            }
+        } else {
+            std::printf("Press Ctrl-C to quit.\n");
+            std::fflush(stdout);
+            while (!g_stop.load()) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+            a.execute("quit");
+        }
+        g_app = nullptr;
+    } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "metaroce: %s\n", e.what());
+        rc = 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "metaroce: error: %s\n", e.what());
+        rc = 1;
+    }
+    dpdk::eal_cleanup();
+    return rc;
+}
