@@ -15,8 +15,9 @@ enum class event_kind : uint8_t {
     host_timer,  // a = host
     tx_wake,     // a = host
     fault,       // a = index into the scenario's fault events
+    sample,      // metrics: sample the last-hop queues, once per timeline bin
 };
-inline constexpr size_t k_event_kinds = 4;
+inline constexpr size_t k_event_kinds = 5;
 
 struct event {
     sim_time time = 0;

@@ -4,7 +4,6 @@
 #include <functional>
 
 #include "metaroce/wire/codec.hpp"
-#include "sim/rng.hpp"
 #include "sim/wire_size.hpp"
 
 namespace metaroce::sim {
@@ -14,22 +13,14 @@ namespace {
 // the next one is pulled, few enough that the core's pacing and windows decide.
 constexpr uint64_t k_nic_packets_per_plane = 2;
 
-endpoint_config make_config(uint32_t index, const scenario& s)
-{
-    endpoint_config c;
-    c.local_addr = host_addr(index);
-    c.accept_incoming = true;
-    c.seed = derive_seed(s.seed, 0xE9000000ull + index);
-    c.transport = s.transport;
-    return c;
-}
 } // namespace
 
-host::host(uint32_t index, const scenario& s, event_queue& q, fabric& net, packet_pool& pool)
+host::host(uint32_t index, const scenario& s, const host_load& load, event_queue& q, fabric& net,
+           packet_pool& pool)
     : index_(index),
       planes_(s.topology.planes),
       hosts_(s.topology.hosts),
-      ep_(make_config(index, s)),
+      ep_(make_transport(index, s, load)),
       q_(q),
       net_(net),
       pool_(pool)
@@ -44,7 +35,11 @@ void host::on_packet(uint32_t pkt, sim_time now)
     const packet_meta& m = pool_.meta(pkt);
     const rx_meta rx{host_addr(m.src_host), m.plane, m.udp_sport, m.ce};
     ++stats_.rx_delivered;
-    ep_.on_packet(rx, pool_.buffer(pkt).first(m.len), to_ns(now));
+    const uint64_t placed = ep_->stats().rx_payload_bytes;
+    ep_->on_packet(rx, pool_.buffer(pkt).first(m.len), to_ns(now));
+    if (meter_ != nullptr && ep_->stats().rx_payload_bytes != placed) {
+        meter_->add(now, m.src_host, m.plane, ep_->stats().rx_payload_bytes - placed);
+    }
     pool_.free(pkt);
     settle(now, false);
 }
@@ -57,7 +52,7 @@ void host::on_timer_event(sim_time scheduled, sim_time now)
     }
     timer_at_ = k_never;
     ++stats_.timer_calls;
-    ep_.on_timer(to_ns(now));
+    ep_->on_timer(to_ns(now));
     settle(now, true);
 }
 
@@ -82,13 +77,13 @@ void host::drain(sim_time now)
 {
     // The listener may post more work while we drain; loop until both are empty.
     for (;;) {
-        const size_t nev = ep_.poll_events(ev_buf_);
+        const size_t nev = ep_->poll_events(ev_buf_);
         for (size_t i = 0; i < nev; ++i) {
             if (listener_ != nullptr) {
                 listener_->on_conn_event(index_, ev_buf_[i], now);
             }
         }
-        const size_t ncq = ep_.poll_cq(cq_buf_);
+        const size_t ncq = ep_->poll_cq(cq_buf_);
         for (size_t i = 0; i < ncq; ++i) {
             if (listener_ != nullptr) {
                 listener_->on_completion(index_, cq_buf_[i], now);
@@ -119,7 +114,7 @@ void host::pump_tx(sim_time now)
         const uint32_t pkt = pool_.alloc();
         tx_frame f;
         f.buf = pool_.buffer(pkt);
-        if (!ep_.poll_tx(to_ns(now), f)) {
+        if (!ep_->poll_tx(to_ns(now), f)) {
             pool_.free(pkt);
             return;
         }
@@ -177,7 +172,7 @@ sim_time host::drain_time(sim_time now) const noexcept
 
 void host::arm_timer(sim_time now, bool after_timer)
 {
-    const uint64_t next_ns = ep_.next_timer();
+    const uint64_t next_ns = ep_->next_timer();
     if (next_ns >= to_ns(k_never)) {
         return; // k_no_deadline, or beyond anything a run reaches
     }

@@ -1,4 +1,5 @@
-// One simulated node: a metaroce::endpoint driven the way a NIC driver drives it.
+// One simulated node: a transport (the metaroce core or the RoCEv2 model) driven
+// the way a NIC driver drives it.
 // Received packets go in through on_packet(); packets come out through poll_tx()
 // only while the NIC ports hold little, so the core keeps its own queues; timers
 // and completions are polled after every interaction.
@@ -7,11 +8,14 @@
 #include <array>
 #include <cstdint>
 
-#include "metaroce/endpoint.hpp"
+#include <memory>
+
 #include "sim/event_queue.hpp"
 #include "sim/fabric.hpp"
+#include "sim/metrics.hpp"
 #include "sim/packet_pool.hpp"
 #include "sim/scenario.hpp"
+#include "sim/transport.hpp"
 
 namespace metaroce::sim {
 
@@ -32,12 +36,15 @@ struct host_stats {
 
 class host {
 public:
-    host(uint32_t index, const scenario& s, event_queue& q, fabric& net, packet_pool& pool);
+    host(uint32_t index, const scenario& s, const host_load& load, event_queue& q, fabric& net,
+         packet_pool& pool);
 
     uint32_t index() const noexcept { return index_; }
-    endpoint& ep() noexcept { return ep_; }
-    const endpoint& ep() const noexcept { return ep_; }
+    sim_transport& ep() noexcept { return *ep_; }
+    const sim_transport& ep() const noexcept { return *ep_; }
     void set_listener(host_listener* l) noexcept { listener_ = l; }
+    // Receives the payload bytes each delivered packet placed.
+    void set_meter(goodput_meter* m) noexcept { meter_ = m; }
 
     void on_packet(uint32_t pkt, sim_time now);
     void on_timer_event(sim_time scheduled, sim_time now);
@@ -58,11 +65,12 @@ private:
     uint32_t index_;
     uint32_t planes_;
     uint32_t hosts_;
-    endpoint ep_;
+    std::unique_ptr<sim_transport> ep_;
     event_queue& q_;
     fabric& net_;
     packet_pool& pool_;
     host_listener* listener_ = nullptr;
+    goodput_meter* meter_ = nullptr;
     sim_time pkt_time_;            // serialization time of a full packet
     sim_time backlog_limit_;       // NIC backlog (as send time) at which we stop pulling
     sim_time timer_at_ = k_never;  // earliest host_timer event pending

@@ -121,4 +121,16 @@ void json_reader::read_string(std::string_view key, std::string& out) const
     out = v.get<std::string>();
 }
 
+void json_reader::read_bool(std::string_view key, bool& out) const
+{
+    if (!has(key)) {
+        return;
+    }
+    const auto& v = at(key);
+    if (!v.is_boolean()) {
+        fail(key, "must be true or false, got " + type_name(v));
+    }
+    out = v.get<bool>();
+}
+
 } // namespace metaroce::sim

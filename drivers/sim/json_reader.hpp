@@ -29,6 +29,7 @@ public:
     void read_uint(std::string_view key, uint16_t& out, uint16_t min, uint16_t max) const;
     void read_double(std::string_view key, double& out, double min, double max) const;
     void read_string(std::string_view key, std::string& out) const;
+    void read_bool(std::string_view key, bool& out) const;
     const nlohmann::json& at(std::string_view key) const;
     std::string key_path(std::string_view key) const;
 

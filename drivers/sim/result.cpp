@@ -66,12 +66,79 @@ void accumulate(counters& into, const counters& c) noexcept
     }
 }
 
+namespace {
+nlohmann::ordered_json opt(const std::optional<double>& v)
+{
+    return v ? nlohmann::ordered_json(round3(*v)) : nlohmann::ordered_json(nullptr);
+}
+
+std::vector<double> rates(const std::vector<uint64_t>& bytes, double interval_us)
+{
+    std::vector<double> out;
+    out.reserve(bytes.size());
+    for (uint64_t b : bytes) {
+        out.push_back(round3(double(b) * 8 / (interval_us * 1e3)));
+    }
+    return out;
+}
+
+void add_metrics(nlohmann::ordered_json& j, const sim_result& r)
+{
+    j["completion_time_us"] = round3(r.completion_time_us);
+    j["base_rtt_us"] = round3(r.base_rtt_us);
+    j["jain_index"] = opt(r.jain_index);
+    j["jain_basis"] = "per-sender goodput while every sender is active";
+    j["convergence_rtts"] = opt(r.convergence_rtts);
+    j["convergence_window_rtts"] = round3(r.convergence_window_rtts);
+    j["max_queue_bytes"] = {{"peak_switch", r.queue.peak_switch_bytes},
+                            {"peak_last_hop", r.queue.peak_last_hop_bytes},
+                            {"steady_last_hop", std::round(r.queue.steady_last_hop_bytes)},
+                            {"bdp", r.queue.bdp_bytes}};
+    if (r.victim) {
+        j["victim"] = {{"gbps", round3(r.victim->gbps)},
+                       {"bytes", r.victim->bytes},
+                       {"completed", r.victim->completed},
+                       {"verified", r.victim->verified}};
+    } else {
+        j["victim"] = nullptr;
+    }
+    if (r.recovery) {
+        const auto& v = *r.recovery;
+        j["recovery"] = {{"fault_at_us", round3(v.fault_at_us)},
+                         {"before_gbps", round3(v.before_gbps)},
+                         {"target_gbps", round3(v.target_gbps)},
+                         {"after_gbps", round3(v.after_gbps)},
+                         {"min_gbps", round3(v.min_gbps)},
+                         {"time_to_recover_us", opt(v.time_to_recover_us)}};
+    } else {
+        j["recovery"] = nullptr;
+    }
+    j["state_bytes_per_connection"] = std::round(r.state_bytes_per_connection);
+    j["peak_rss_mb"] = round3(r.peak_rss_mb);
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    for (const auto& [name, v] : r.transport_extra) {
+        extra[name] = v;
+    }
+    j["transport_extra"] = extra;
+    nlohmann::ordered_json planes = nlohmann::ordered_json::array();
+    for (const auto& p : r.timeline.plane_bytes) {
+        planes.push_back(rates(p, r.timeline.interval_us));
+    }
+    j["placed_bytes"] = r.placed_bytes;
+    j["timeline"] = {{"interval_us", round3(r.timeline.interval_us)},
+                     {"goodput_gbps", rates(r.timeline.bytes, r.timeline.interval_us)},
+                     {"plane_gbps", planes},
+                     {"last_hop_queue_bytes", r.timeline.last_hop_queue_bytes}};
+}
+} // namespace
+
 nlohmann::ordered_json to_json(const sim_result& r)
 {
     const auto& w = r.work;
     const auto& h = r.hosts;
     nlohmann::ordered_json j;
     j["scenario"] = r.name;
+    j["protocol"] = r.protocol;
     j["seed"] = r.seed;
     j["stop_reason"] = r.stop_reason;
     j["completed"] = r.completed;
@@ -127,7 +194,9 @@ nlohmann::ordered_json to_json(const sim_result& r)
     j["events_by_kind"] = {{"arrival", r.events_by_kind[size_t(event_kind::arrival)]},
                            {"host_timer", r.events_by_kind[size_t(event_kind::host_timer)]},
                            {"tx_wake", r.events_by_kind[size_t(event_kind::tx_wake)]},
-                           {"fault", r.events_by_kind[size_t(event_kind::fault)]}};
+                           {"fault", r.events_by_kind[size_t(event_kind::fault)]},
+                           {"sample", r.events_by_kind[size_t(event_kind::sample)]}};
+    add_metrics(j, r);
     j["wall_time_s"] = round3(r.wall_time_s);
     j["events_per_second"] = std::round(r.events_per_second);
     return j;

@@ -4,7 +4,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +24,39 @@ struct fct_summary {
     double max_us = 0;
 };
 
+struct queue_summary {
+    uint64_t peak_switch_bytes = 0;    // any switch egress port
+    uint64_t peak_last_hop_bytes = 0;  // leaf -> sink host ports
+    double steady_last_hop_bytes = 0;  // mean of per-bin samples, second half of the run
+    uint64_t bdp_bytes = 0;            // one link x base RTT
+};
+
+struct recovery_summary {
+    double fault_at_us = 0;
+    double before_gbps = 0;            // mean over the second half before the fault
+    double target_gbps = 0;            // (P-1)/P of before_gbps
+    double after_gbps = 0;             // mean from fault + 1 ms (or the fault) to the end
+    double min_gbps = 0;               // lowest moving average after the fault
+    std::optional<double> time_to_recover_us;
+};
+
+struct victim_summary {
+    double gbps = 0;                   // placed while the incast ran
+    uint64_t bytes = 0;
+    uint64_t completed = 0;
+    uint64_t verified = 0;
+};
+
+struct timeline_data {
+    double interval_us = 0;
+    std::vector<uint64_t> bytes;                  // per bin
+    std::vector<std::vector<uint64_t>> plane_bytes; // [plane][bin]
+    std::vector<uint64_t> last_hop_queue_bytes;   // per bin
+};
+
 struct sim_result {
     std::string name;
+    std::string protocol;
     uint64_t seed = 0;
     std::string stop_reason;      // done, duration, time_limit, idle
     bool completed = false;
@@ -41,6 +75,21 @@ struct sim_result {
     uint64_t events = 0;
     std::array<uint64_t, k_event_kinds> events_by_kind{};
     double events_per_second = 0;
+
+    // Issue 4 metrics (analysis.cpp).
+    double base_rtt_us = 0;
+    double completion_time_us = 0;     // last completion - first post
+    std::optional<double> jain_index;  // per-sender goodput while every sender is active
+    std::optional<double> convergence_rtts;
+    double convergence_window_rtts = 0;
+    queue_summary queue;
+    std::optional<victim_summary> victim;
+    std::optional<recovery_summary> recovery;
+    timeline_data timeline;
+    uint64_t placed_bytes = 0;         // payload placed at receivers (sum of the timeline)
+    double state_bytes_per_connection = 0;
+    double peak_rss_mb = 0;
+    std::vector<std::pair<std::string, uint64_t>> transport_extra;
 
     uint64_t connection_errors() const noexcept
     {

@@ -55,7 +55,7 @@ struct fault_event {
     std::optional<uint32_t> host;
 };
 
-enum class pattern_kind : uint8_t { pairs, incast, alltoall };
+enum class pattern_kind : uint8_t { pairs, incast, alltoall, allreduce_ring };
 
 struct workload_params {
     pattern_kind pattern = pattern_kind::pairs;
@@ -65,7 +65,24 @@ struct workload_params {
     wr_opcode op = wr_opcode::write;
     uint16_t streams = 1;
     uint32_t outstanding = 8;        // messages in flight per connection
-    uint32_t connections = 1;        // per sender-receiver pair
+    // Total concurrent connections, spread round-robin over the pattern's pairs;
+    // 0 means one per pair.
+    uint32_t connections = 0;
+    // Incast only: one more connection, host H-1 -> host 1 (under the sink's leaf),
+    // writing for as long as the incast runs; reported as `victim`, not in the totals.
+    bool victim = false;
+};
+
+// Which transport every host runs.
+enum class protocol_kind : uint8_t { metaroce, rocev2_model };
+
+struct protocol_params {
+    protocol_kind kind = protocol_kind::metaroce;
+    // rocev2_model: QP k of a host on plane k % planes (multi-rail) instead of plane 0.
+    bool spread_planes = false;
+    // rocev2_model: local ACK timeout. 4.096 us x 2^8, a short setting of the verbs
+    // `timeout` attribute (defaults are 2^14 and up); retried 7 times.
+    uint64_t rocev2_timeout_ns = 1'048'576;
 };
 
 struct scenario {
@@ -74,9 +91,11 @@ struct scenario {
     std::optional<uint64_t> duration_ns;  // stop here even if messages are pending
     topology_params topology;
     transport_config transport;           // planes is set from topology.planes
+    protocol_params protocol;
     loss_params loss;
     std::vector<fault_event> events;
     workload_params workload;
+    uint64_t timeline_ns = 10'000;        // goodput timeline bin
 };
 
 // Hard stop when a scenario gives no duration, so a stuck transport cannot run forever.

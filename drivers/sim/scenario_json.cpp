@@ -8,10 +8,15 @@ namespace metaroce::sim {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, pattern_kind>, 3> k_patterns{{
+constexpr std::array<std::pair<std::string_view, pattern_kind>, 4> k_patterns{{
     {"pairs", pattern_kind::pairs},
     {"incast", pattern_kind::incast},
     {"alltoall", pattern_kind::alltoall},
+    {"allreduce_ring", pattern_kind::allreduce_ring},
+}};
+constexpr std::array<std::pair<std::string_view, protocol_kind>, 2> k_protocols{{
+    {"metaroce", protocol_kind::metaroce},
+    {"rocev2_model", protocol_kind::rocev2_model},
 }};
 constexpr std::array<std::pair<std::string_view, loss_kind>, 3> k_loss_models{{
     {"none", loss_kind::none},
@@ -87,8 +92,11 @@ void parse_topology(const json_reader& r, topology_params& t)
     r.read_uint("ecn_threshold_bytes", t.ecn_threshold_bytes, 0, uint64_t(1) << 40);
 }
 
-void parse_transport(const json_reader& r, transport_config& t)
+void parse_transport(const json_reader& r, transport_config& t, protocol_params& p)
 {
+    p.kind = read_enum(r, "protocol", k_protocols, p.kind);
+    r.read_bool("rocev2_spread_planes", p.spread_planes);
+    read_us(r, "rocev2_timeout_us", p.rocev2_timeout_ns, 1e8);
     r.read_uint("mtu", t.mtu, 64, 16384);
     r.read_uint("paths_per_connection", t.paths, 1, 256);
     r.read_uint("max_streams", t.max_streams, 1, 65535);
@@ -194,7 +202,8 @@ void parse_workload(const json_reader& r, workload_params& w)
     r.read_uint("messages", w.messages, 1, uint64_t(1) << 32);
     r.read_uint("streams", w.streams, 1, 65535);
     r.read_uint("outstanding", w.outstanding, 1, 65535);
-    r.read_uint("connections", w.connections, 1, 256);
+    r.read_uint("connections", w.connections, 0, 1'000'000);
+    r.read_bool("victim", w.victim);
 }
 
 [[noreturn]] void invalid(const std::string& key, const std::string& what)
@@ -205,6 +214,7 @@ void parse_workload(const json_reader& r, workload_params& w)
 } // namespace
 
 std::string_view to_string(pattern_kind p) noexcept { return enum_name(k_patterns, p); }
+std::string_view to_string(protocol_kind p) noexcept { return enum_name(k_protocols, p); }
 std::string_view to_string(loss_kind l) noexcept { return enum_name(k_loss_models, l); }
 std::string_view op_name(wr_opcode op) noexcept { return enum_name(k_ops, op); }
 
@@ -212,7 +222,7 @@ scenario parse_scenario(const nlohmann::json& j)
 {
     const json_reader r(j, "",
                         {"name", "seed", "duration_us", "topology", "transport", "faults",
-                         "workload", "comment"});
+                         "workload", "comment", "timeline_us"});
     scenario s;
     r.read_string("name", s.name);
     r.read_uint("seed", s.seed, 0, UINT64_MAX);
@@ -221,6 +231,7 @@ scenario parse_scenario(const nlohmann::json& j)
         read_us(r, "duration_us", ns, 1e9);
         s.duration_ns = ns;
     }
+    read_us(r, "timeline_us", s.timeline_ns, 1e6);
     if (r.has("topology")) {
         parse_topology(json_reader(r.at("topology"), "topology",
                                    {"hosts", "planes", "spines_per_plane", "hosts_per_leaf",
@@ -230,12 +241,12 @@ scenario parse_scenario(const nlohmann::json& j)
     }
     if (r.has("transport")) {
         parse_transport(json_reader(r.at("transport"), "transport",
-                                    {"mtu", "paths_per_connection", "max_streams", "max_msgs",
+                                    {"protocol", "rocev2_spread_planes", "rocev2_timeout_us", "mtu", "paths_per_connection", "max_streams", "max_msgs",
                                      "rq_depth", "ack_every_bytes", "ack_delay_ns",
                                      "initial_rtt_us", "min_rto_us", "max_rto_us", "connect_retry_us", "max_timeouts",
                                      "reroute_after", "replane_after", "path_cwnd_init",
                                      "conn_cwnd_init", "conn_cwnd_max"}),
-                        s.transport);
+                        s.transport, s.protocol);
     }
     if (r.has("faults")) {
         parse_faults(json_reader(r.at("faults"), "faults", {"loss", "events"}), s);
@@ -243,7 +254,7 @@ scenario parse_scenario(const nlohmann::json& j)
     if (r.has("workload")) {
         parse_workload(json_reader(r.at("workload"), "workload",
                                    {"pattern", "senders", "message_bytes", "messages", "op",
-                                    "streams", "outstanding", "connections"}),
+                                    "streams", "outstanding", "connections", "victim"}),
                        s.workload);
     }
     s.transport.planes = uint8_t(s.topology.planes);
@@ -274,6 +285,11 @@ void validate(const scenario& s)
         invalid("topology.spines_per_plane", "must be at least 1 with more than one leaf");
     }
     switch (w.pattern) {
+    case pattern_kind::allreduce_ring:
+        if (w.senders < 2) {
+            invalid("workload.senders", "must be at least 2 for allreduce_ring");
+        }
+        [[fallthrough]];
     case pattern_kind::pairs:
     case pattern_kind::alltoall:
         if (w.senders > t.hosts) {
@@ -302,9 +318,31 @@ void validate(const scenario& s)
         invalid("workload.outstanding", "needs outstanding + 1 posted receives, more than "
                                         "transport.rq_depth x workload.streams");
     }
+    const uint64_t pairs = w.pattern == pattern_kind::alltoall ? uint64_t(w.senders) * (t.hosts - 1)
+                                                               : w.senders;
+    if (w.connections != 0 && w.connections < pairs) {
+        invalid("workload.connections", "must be 0 (one per pair) or at least the number of "
+                                        "sender-receiver pairs (" + std::to_string(pairs) + ")");
+    }
+    const uint64_t conns = w.connections == 0 ? pairs : w.connections;
+    if (w.victim) {
+        if (w.pattern != pattern_kind::incast) {
+            invalid("workload.victim", "only applies to the incast pattern");
+        }
+        if (t.hosts < w.senders + 2 || t.hosts_per_leaf < 2 ||
+            (t.hosts - 1) / t.hosts_per_leaf == 0) {
+            invalid("workload.victim", "needs host H-1 outside the incast and off the sink's "
+                                       "leaf, and host 1 on the sink's leaf");
+        }
+    }
+    if (s.protocol.kind == protocol_kind::rocev2_model && w.op != wr_opcode::write) {
+        invalid("workload.op", "must be write with transport.protocol rocev2_model (the model "
+                               "only has RDMA WRITE)");
+    }
+    if (s.timeline_ns == 0) {
+        invalid("timeline_us", "must be above 0");
+    }
     // Two rings of outstanding+1 messages per connection live in this process.
-    const uint64_t conns = uint64_t(w.senders) * w.connections *
-                           (w.pattern == pattern_kind::alltoall ? t.hosts - 1 : 1);
     const double ring_bytes = double(conns) * 2 * (w.outstanding + 1) * double(w.message_bytes);
     if (ring_bytes > 8.0 * (1ull << 30)) {
         invalid("workload.message_bytes", "with this many connections and outstanding messages "

@@ -19,6 +19,7 @@ void validate(const scenario& s);
 
 std::string_view to_string(pattern_kind p) noexcept;
 std::string_view to_string(loss_kind l) noexcept;
+std::string_view to_string(protocol_kind p) noexcept;
 std::string_view op_name(wr_opcode op) noexcept;
 
 } // namespace metaroce::sim

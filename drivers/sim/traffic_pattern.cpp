@@ -4,11 +4,12 @@
 #include <set>
 
 #include "metaroce/wire/codec.hpp"
+#include "sim/rocev2/wire.hpp"
 #include "sim/wire_size.hpp"
 
 namespace metaroce::sim {
 
-std::vector<std::pair<uint32_t, uint32_t>> plan_connections(const scenario& s)
+std::vector<std::pair<uint32_t, uint32_t>> plan_pairs(const scenario& s)
 {
     const uint32_t hosts = s.topology.hosts;
     const auto& w = s.workload;
@@ -33,14 +34,52 @@ std::vector<std::pair<uint32_t, uint32_t>> plan_connections(const scenario& s)
             }
         }
         break;
-    }
-    std::vector<std::pair<uint32_t, uint32_t>> conns;
-    for (const auto& p : pairs) {
-        for (uint32_t k = 0; k < w.connections; ++k) {
-            conns.push_back(p);
+    case pattern_kind::allreduce_ring:
+        for (uint32_t i = 0; i < w.senders; ++i) {
+            pairs.emplace_back(i, (i + 1) % w.senders);
         }
+        break;
+    }
+    return pairs;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> plan_connections(const scenario& s)
+{
+    const auto pairs = plan_pairs(s);
+    const uint64_t total = s.workload.connections == 0 ? pairs.size() : s.workload.connections;
+    std::vector<std::pair<uint32_t, uint32_t>> conns;
+    conns.reserve(total);
+    // Round-robin over the pairs: pair k carries connections k, k + pairs, ...
+    for (uint64_t i = 0; i < total; ++i) {
+        conns.push_back(pairs[i % pairs.size()]);
     }
     return conns;
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> victim_pair(const scenario& s)
+{
+    if (!s.workload.victim) {
+        return std::nullopt;
+    }
+    return std::make_pair(s.topology.hosts - 1, uint32_t(1));
+}
+
+uint64_t message_payload(const scenario& s)
+{
+    const auto& w = s.workload;
+    if (w.pattern == pattern_kind::allreduce_ring) {
+        return std::max<uint64_t>(1, (w.message_bytes + w.senders - 1) / w.senders);
+    }
+    return w.message_bytes;
+}
+
+uint64_t messages_per_connection(const scenario& s)
+{
+    const auto& w = s.workload;
+    if (w.pattern == pattern_kind::allreduce_ring) {
+        return 2 * uint64_t(w.senders - 1);
+    }
+    return w.messages;
 }
 
 namespace {
@@ -72,10 +111,17 @@ double loss_free_bound_gbps(const scenario& s)
         sinks.insert(read ? from : to);
     }
     const double nics = double(std::min(sources.size(), sinks.size()));
-    const double rate = nics * s.topology.planes * s.topology.link_gbps;
-    const uint64_t msg = s.workload.message_bytes;
+    // The RoCEv2 model uses one plane unless its QPs are spread over the planes.
+    const bool one_plane = s.protocol.kind == protocol_kind::rocev2_model && !s.protocol.spread_planes;
+    const double rate = nics * (one_plane ? 1 : s.topology.planes) * s.topology.link_gbps;
+    const uint64_t msg = message_payload(s);
     const uint64_t packets = (msg + s.transport.mtu - 1) / s.transport.mtu;
-    const uint64_t per_packet = k_frame_overhead_bytes + wire::data_header_len(data_opcode(s.workload.op));
+    uint64_t per_packet = k_frame_overhead_bytes + wire::data_header_len(data_opcode(s.workload.op));
+    if (s.protocol.kind == protocol_kind::rocev2_model) {
+        // BTH + ICRC on every packet, RETH on the first: charge RETH to every packet
+        // only in the one-packet case.
+        per_packet = k_frame_overhead_bytes + rocev2::data_len(rocev2::op::write_middle, 0);
+    }
     return rate * double(msg) / double(msg + packets * per_packet);
 }
 

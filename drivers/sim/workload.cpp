@@ -16,16 +16,33 @@ uint64_t wr_msg(uint64_t wr_id) { return wr_id & ((uint64_t(1) << 40) - 1); }
 } // namespace
 
 workload::workload(const scenario& s, std::vector<std::unique_ptr<host>>& hosts)
-    : s_(s), hosts_(hosts), slots_(s.workload.outstanding + 1)
+    : s_(s), hosts_(hosts), slots_(s.workload.outstanding + 1), payload_(message_payload(s))
 {
-    const auto plan = plan_connections(s);
-    const uint64_t bytes = s.workload.message_bytes;
+    auto plan = plan_connections(s);
+    pattern_conns_ = plan.size();
+    if (const auto v = victim_pair(s)) {
+        plan.push_back(*v);
+    }
+    const uint64_t bytes = payload_;
     const bool read = s.workload.op == wr_opcode::read;
+    const bool ring = s.workload.pattern == pattern_kind::allreduce_ring;
     conns_.resize(plan.size());
     for (size_t i = 0; i < plan.size(); ++i) {
         auto& c = conns_[i];
         c.sender = plan[i].first;
         c.receiver = plan[i].second;
+        c.messages = messages_per_connection(s);
+        c.background = i >= pattern_conns_;
+        if (c.background) {
+            c.messages = uint64_t(1) << 39; // until the incast is over
+        }
+        if (ring) {
+            // Host i starts step k once its predecessor's step k-1 reached it: the
+            // connection (i-1) -> i of the same round-robin slot.
+            const size_t n = s.workload.senders;
+            const size_t base = i - i % n;
+            c.pred = int64_t(base + (i % n + n - 1) % n);
+        }
         auto& initiator = hosts_[c.sender]->ep().memory();
         auto& target = hosts_[c.receiver]->ep().memory();
         c.src = region_ring(read ? target : initiator, slots_, bytes);
@@ -35,8 +52,13 @@ workload::workload(const scenario& s, std::vector<std::unique_ptr<host>>& hosts)
         c.post_time.assign(slots_, 0);
         c.slot_busy.assign(slots_, 0);
     }
-    open_conns_ = conns_.size();
-    stats_.messages_total = conns_.size() * s.workload.messages;
+    if (ring) {
+        for (size_t i = 0; i < conns_.size(); ++i) {
+            conns_[size_t(conns_[i].pred)].succ = int64_t(i);
+        }
+    }
+    open_conns_ = pattern_conns_;
+    stats_.messages_total = pattern_conns_ * messages_per_connection(s);
 }
 
 bool workload::uses_recv() const noexcept
@@ -72,11 +94,14 @@ void workload::post_more(uint32_t ci, sim_time now)
 {
     auto& c = conns_[ci];
     const auto& w = s_.workload;
-    endpoint& ep = hosts_[c.sender]->ep();
-    while (!c.closed && c.next_msg < w.messages && c.inflight < w.outstanding &&
+    sim_transport& ep = hosts_[c.sender]->ep();
+    while (!c.closed && c.next_msg < c.messages && c.inflight < w.outstanding &&
            !c.slot_busy[c.next_msg % slots_]) {
         const uint64_t msg = c.next_msg;
-        fill_pattern(c.src.data(msg), w.message_bytes, ci, msg);
+        if (c.pred >= 0 && msg > 0 && conns_[size_t(c.pred)].succeeded < msg) {
+            return; // allreduce_ring: the previous step's chunk has not arrived yet
+        }
+        fill_pattern(c.src.data(msg), payload_, ci, msg);
         send_wr wr;
         wr.wr_id = make_wr_id(ci, msg);
         wr.op = w.op;
@@ -84,7 +109,7 @@ void workload::post_more(uint32_t ci, sim_time now)
         wr.imm = uint32_t(msg);
         const bool read = w.op == wr_opcode::read;
         const memory_region& local = read ? c.dst.mr(msg) : c.src.mr(msg);
-        wr.local = sge{local.va, uint32_t(w.message_bytes), local.lkey};
+        wr.local = sge{local.va, uint32_t(payload_), local.lkey};
         if (read) {
             wr.remote_va = c.src.mr(msg).va;
             wr.rkey = c.src.mr(msg).rkey;
@@ -103,7 +128,9 @@ void workload::post_more(uint32_t ci, sim_time now)
         }
         c.slot_busy[msg % slots_] = 1;
         c.post_time[msg % slots_] = now;
-        stats_.first_post = std::min(stats_.first_post, now);
+        if (!c.background) {
+            stats_.first_post = std::min(stats_.first_post, now);
+        }
         ++c.inflight;
         ++c.next_msg;
     }
@@ -127,10 +154,22 @@ void workload::on_initiator_completion(const completion& wc, sim_time now)
         return;
     }
     auto& c = conns_[ci];
-    const uint64_t bytes = s_.workload.message_bytes;
+    const uint64_t bytes = payload_;
     --c.inflight;
     ++c.finished;
     c.slot_busy[msg % slots_] = 0;
+    if (c.background) {
+        if (wc.status == wc_status::success) {
+            ++stats_.victim_completed;
+            stats_.victim_payload_bytes += bytes;
+            const uint8_t* sink = sink_bytes(c, msg);
+            if (sink != nullptr && std::memcmp(sink, c.src.data(msg), bytes) == 0) {
+                ++stats_.victim_verified;
+            }
+            post_more(ci, now);
+        }
+        return;
+    }
     if (wc.status != wc_status::success) {
         ++stats_.error_completions;
         ++stats_.messages_failed;
@@ -139,6 +178,7 @@ void workload::on_initiator_completion(const completion& wc, sim_time now)
         return;
     }
     ++stats_.messages_completed;
+    ++c.succeeded;
     stats_.payload_bytes += bytes;
     stats_.last_completion = std::max(stats_.last_completion, now);
     stats_.fct_us.push_back(to_us(now - c.post_time[msg % slots_]));
@@ -149,6 +189,9 @@ void workload::on_initiator_completion(const completion& wc, sim_time now)
         ++stats_.data_mismatches;
     }
     post_more(ci, now);
+    if (c.succ >= 0) {
+        post_more(uint32_t(c.succ), now);
+    }
     finish_conn_if_done(c);
 }
 
@@ -159,11 +202,11 @@ const uint8_t* workload::sink_bytes(conn_state_t& c, uint64_t msg)
     }
     if (c.incoming < 0) {
         // Bind to the receiver's side of this connection by the id the peer gave it.
-        const auto info = hosts_[c.sender]->ep().inspect(c.conn);
-        if (!info) {
+        const auto peer = hosts_[c.sender]->ep().peer_conn(c.conn);
+        if (!peer) {
             return nullptr;
         }
-        const auto it = by_receiver_.find(key(c.receiver, info->peer_conn));
+        const auto it = by_receiver_.find(key(c.receiver, *peer));
         if (it == by_receiver_.end()) {
             return nullptr;
         }
@@ -174,7 +217,7 @@ const uint8_t* workload::sink_bytes(conn_state_t& c, uint64_t msg)
 
 void workload::finish_conn_if_done(conn_state_t& c)
 {
-    if (c.finished == s_.workload.messages) {
+    if (c.finished == c.messages) {
         close_conn(c);
     }
 }
@@ -183,7 +226,9 @@ void workload::close_conn(conn_state_t& c)
 {
     if (!c.closed) {
         c.closed = true;
-        --open_conns_;
+        if (!c.background) {
+            --open_conns_;
+        }
     }
 }
 

@@ -27,6 +27,10 @@ struct workload_stats {
     uint64_t error_completions = 0;
     uint64_t payload_bytes = 0;        // of completed messages
     uint64_t connect_failures = 0;
+    // The incast victim, kept out of every figure above.
+    uint64_t victim_completed = 0;
+    uint64_t victim_verified = 0;
+    uint64_t victim_payload_bytes = 0;
     sim_time first_post = k_never;
     sim_time last_completion = 0;
     std::vector<double> fct_us;        // one sample per completed message
@@ -39,6 +43,13 @@ public:
     // Connects every connection and posts the first messages at time `now`.
     void start(sim_time now);
     bool done() const noexcept { return open_conns_ == 0; }
+    // Initiator side of connection i (host, id): for per-connection state snapshots.
+    std::pair<uint32_t, conn_id> initiator(size_t i) const noexcept
+    {
+        return {conns_[i].sender, conns_[i].conn};
+    }
+    // Connections of the pattern, without the victim.
+    size_t pattern_connections() const noexcept { return pattern_conns_; }
     const workload_stats& stats() const noexcept { return stats_; }
     size_t connections() const noexcept { return conns_.size(); }
 
@@ -53,8 +64,13 @@ private:
         conn_id conn = k_no_conn;
         region_ring src;   // data source (on the responder for READ)
         region_ring dst;   // data sink (on the initiator for READ); unused for SEND
+        uint64_t messages = 0;    // to send on this connection
         uint64_t next_msg = 0;
         uint64_t finished = 0; // completed or failed messages
+        uint64_t succeeded = 0;
+        int64_t pred = -1;     // allreduce_ring: message i waits for message i-1 of pred
+        int64_t succ = -1;     // the connection waiting on this one
+        bool background = false; // the victim: not counted, does not keep the run going
         uint32_t inflight = 0;
         std::vector<sim_time> post_time;  // per slot
         std::vector<uint8_t> slot_busy;
@@ -84,6 +100,8 @@ private:
     const scenario& s_;
     std::vector<std::unique_ptr<host>>& hosts_;
     uint32_t slots_;
+    uint64_t payload_;          // bytes per message
+    size_t pattern_conns_ = 0;
     std::vector<conn_state_t> conns_;
     std::vector<incoming_t> incoming_;
     // (host << 32 | conn id) -> index into conns_ or incoming_

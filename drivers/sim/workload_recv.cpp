@@ -2,6 +2,8 @@
 // connection appears and reposted as they complete, one per message, in order.
 #include "sim/workload.hpp"
 
+#include "sim/traffic_pattern.hpp"
+
 namespace metaroce::sim {
 
 namespace {
@@ -18,12 +20,12 @@ void workload::on_incoming(uint32_t host, const conn_event& e)
     in.peer = e.peer;
     in.conn = e.conn;
     // WRITE_IMM data lands at the rkey address; its receive only needs a buffer.
-    const uint64_t slot = is_send() ? s_.workload.message_bytes : 64;
+    const uint64_t slot = is_send() ? payload_ : 64;
     in.ring = region_ring(hosts_[host]->ep().memory(), is_send() ? slots_ : 1, slot);
     by_receiver_[key(host, e.conn)] = uint32_t(incoming_.size());
     incoming_.push_back(std::move(in));
     auto& rec = incoming_.back();
-    const uint64_t first = std::min<uint64_t>(slots_, s_.workload.messages);
+    const uint64_t first = std::min<uint64_t>(slots_, messages_per_connection(s_));
     for (uint64_t m = 0; m < first; ++m) {
         post_recv(rec, m);
     }
@@ -59,13 +61,13 @@ void workload::on_recv_completion(uint32_t host, const completion& c)
     ++stats_.recv_completions;
     const auto op = s_.workload.op;
     const bool want_imm = op == wr_opcode::send_imm || op == wr_opcode::write_imm;
-    const bool len_ok = op == wr_opcode::write_imm || c.byte_len == s_.workload.message_bytes;
+    const bool len_ok = op == wr_opcode::write_imm || c.byte_len == payload_;
     const bool imm_ok = !want_imm || (c.has_imm && c.imm == uint32_t(c.wr_id));
     if (!len_ok || !imm_ok) {
         ++stats_.recv_mismatches;
     }
     const uint64_t next = c.wr_id + slots_;
-    if (next < s_.workload.messages) {
+    if (next < messages_per_connection(s_)) {
         post_recv(in, next);
     }
 }

@@ -14,6 +14,7 @@ nlohmann::ordered_json run_stable(const scenario& s)
     auto j = to_json(sim.run());
     j.erase("wall_time_s");
     j.erase("events_per_second");
+    j.erase("peak_rss_mb");
     return j;
 }
 } // namespace
