@@ -160,6 +160,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     const uint32_t sample = uint32_t(now) - a.ts_echo.host();
     if (newly > 0 && sample < (1u << 31)) {
         const transport_config& t = cfg.transport;
+        p.min_rtt_ns = p.min_rtt_ns == 0 ? sample : std::min<uint64_t>(p.min_rtt_ns, sample);
+        c.min_rtt_ns = c.min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.min_rtt_ns, sample);
+        c.srtt_ns = c.srtt_ns == 0 ? sample : (7 * c.srtt_ns + sample) / 8;
         if (p.srtt_ns == 0) {
             p.srtt_ns = sample;
             p.rttvar_ns = sample / 2;
@@ -184,8 +187,11 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.ce_pkts = ce;
         s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
         s.rate_hint_mbps = a.rate_hint_mbps.host();
+        s.min_rtt_ns = c.min_rtt_ns;
+        s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
         p.rto_deadline = p.inflight > 0 ? now + p.rto_ns : k_no_deadline;
+        p.tlp_deadline = p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns) : k_no_deadline;
     }
     mark_ready(c);
 }
@@ -258,6 +264,18 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
     const transport_config& t = cfg.transport;
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
+        if (p.tlp_deadline <= now) {
+            // Tail-loss probe (spec 5.6): the path went quiet with packets out and no
+            // later packet can reveal a gap, so resend its newest one well before the RTO.
+            p.tlp_deadline = k_no_deadline;
+            for (uint32_t psn = p.next_psn; psn != p.una; --psn) {
+                if (p.at(psn - 1).state == rec_state::in_flight) {
+                    queue_retx(c, i, psn - 1);
+                    ++stats.tail_probes;
+                    break;
+                }
+            }
+        }
         if (p.rto_deadline > now) {
             continue;
         }

@@ -384,6 +384,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
         }
     }
     std::erase(cq_waiters, c.id);
+    rates.release(idx);
     conns[idx].reset();
     free_slots.push_back(idx);
 }

@@ -40,9 +40,11 @@ struct path_tx {
     uint32_t xmit_counter = 0;
     uint32_t highest_sacked_xmit = 0;
     uint64_t srtt_ns = 0;
+    uint64_t min_rtt_ns = 0;
     uint64_t rttvar_ns = 0;
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;
+    uint64_t tlp_deadline = k_no_deadline; // tail-loss probe, once per quiet spell
     uint32_t timeouts = 0;            // consecutive, reset by progress
     uint32_t epoch = 0;               // bumps on every reroute
     uint16_t udp_sport = 0;
@@ -59,6 +61,15 @@ struct path_tx {
 
     pkt_record& at(uint32_t psn) noexcept { return rec[psn % k_path_window]; }
 };
+
+// Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance,
+// never later than the RTO itself.
+inline uint64_t probe_timeout(const path_tx& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns) noexcept
+{
+    const uint64_t rtt = p.srtt_ns != 0 ? p.srtt_ns : initial_rtt_ns;
+    const uint64_t pto = 2 * rtt + ack_delay_ns;
+    return pto < p.rto_ns ? pto : p.rto_ns;
+}
 
 struct path_rx {
     sack_window win;
@@ -171,6 +182,8 @@ struct connection {
     std::vector<path_tx> ptx;
     std::vector<path_rx> prx;
     conn_cc_state cc;
+    uint64_t min_rtt_ns = 0;          // smallest RTT sample of any path
+    uint64_t srtt_ns = 0;             // smoothed over every path's samples
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
 

@@ -41,6 +41,14 @@ void ecn_aimd::init(conn_cc_state& c) const
 void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const
 {
     c.rate_hint_mbps = s.rate_hint_mbps;
+    if (s.rate_hint_mbps != 0 && s.min_rtt_ns != 0 && s.packet_bytes != 0) {
+        // The receiver's share as a window: rate x base RTT, with a quarter of headroom,
+        // so the senders together keep at most a fraction of a BDP at the last hop.
+        const double bytes = double(s.rate_hint_mbps) * 1e6 / 8 * double(s.min_rtt_ns) * 1e-9;
+        c.hint_cwnd = std::max(1.0, 1.25 * bytes / double(s.packet_bytes));
+    } else {
+        c.hint_cwnd = 0;
+    }
     p.round_pkts += s.rx_pkts;
     p.round_ce += s.ce_pkts;
     c.round_pkts += s.rx_pkts;

@@ -16,8 +16,10 @@ uint32_t index_of(conn_id id) noexcept { return (id & 0xffffu) - 1; }
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(c), mrs(c.max_mrs, c.seed), cc(c.transport.cc), rng_state(c.seed ^ 0x6a09e667f3bcc909ull),
-      conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
+    : cfg(c), mrs(c.max_mrs, c.seed), cc(c.transport.cc),
+      rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
+            std::min<uint32_t>(c.max_connections, 0xfffe)),
+      rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
       ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue)
 {
     free_slots.reserve(conns.size());
@@ -145,7 +147,7 @@ void endpoint::impl::recompute_timer(connection& c) noexcept
 {
     uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline});
     for (const path_tx& p : c.ptx) {
-        d = std::min(d, p.rto_deadline);
+        d = std::min({d, p.rto_deadline, p.tlp_deadline});
     }
     if (d != k_no_deadline) {
         arm(c, d);
@@ -396,7 +398,8 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.paths = c->paths;
     ci.mtu = c->mtu;
     ci.streams = c->streams_n;
-    ci.conn_cwnd = c->cc.cwnd;
+    ci.conn_cwnd = effective_cwnd(c->cc);
+    ci.rate_hint_mbps = c->cc.rate_hint_mbps;
     ci.inflight = c->inflight;
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;

@@ -14,6 +14,7 @@
 #include "fixed_ring.hpp"
 #include "metaroce/congestion.hpp"
 #include "metaroce/endpoint.hpp"
+#include "metaroce/rate_allocator.hpp"
 
 namespace metaroce {
 
@@ -45,6 +46,7 @@ struct endpoint::impl {
     mr_table mrs;
     ecn_aimd cc;
     counters stats;
+    rate_allocator rates;
     uint64_t rng_state;
 
     std::vector<std::unique_ptr<connection>> conns;

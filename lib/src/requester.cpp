@@ -96,7 +96,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // only when no healthy one exists. Returns -1 when the connection window is full.
 int endpoint::impl::pick_path(connection& c) noexcept
 {
-    if (double(c.inflight) >= std::max(1.0, c.cc.cwnd)) {
+    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
         return -1;
     }
     int fallback = -1;
@@ -162,7 +162,11 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     m.offset = r.offset;
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
-    if (last || double(p.inflight) + 1 >= p.cc.cwnd || retx) {
+    // Ask for an ACK now when this packet fills the path's or the connection's window:
+    // nothing more can go until one comes back, so a delayed ACK would idle the sender.
+    const bool fills = double(p.inflight) + 1 >= p.cc.cwnd ||
+                       double(c.inflight) + 1 >= effective_cwnd(c.cc);
+    if (last || fills || retx) {
         b.flags |= wire::bth_flag::ack_req;
     }
     const size_t hdr = wire::build_data_headers(f.buf, b, m, r.len);
@@ -179,6 +183,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
+    if (p.tlp_deadline == k_no_deadline && !retx) {
+        p.tlp_deadline = now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns);
+    }
     if (p.rto_deadline == k_no_deadline) {
         p.rto_deadline = now + p.rto_ns;
     }

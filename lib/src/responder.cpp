@@ -221,6 +221,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         if (o.v == verdict::drop) {
             ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
         }
+        rates.on_packet((c.id & 0xffffu) - 1, uint32_t(p.payload.size()), m.ce, now);
         const uint32_t before = r.win.expected();
         r.win.record(p.psn);
         r.bytes_since_ack += uint32_t(p.payload.size());
@@ -365,7 +366,7 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     b.psn = r.win.expected();
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
-    a.rate_hint_mbps = wire::be32_t::from_host(0);
+    a.rate_hint_mbps = wire::be32_t::from_host(rates.hint_mbps((c.id & 0xffffu) - 1));
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
     r.win.to_wire(a.sack);

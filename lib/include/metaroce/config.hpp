@@ -50,6 +50,11 @@ struct endpoint_config {
     uint32_t cq_depth = 65536;
     uint32_t max_mrs = 4096;
     bool accept_incoming = true;
+    // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
+    // 0 disables hints; drivers set it from their link speeds.
+    uint64_t inbound_capacity_mbps = 0;
+    double hint_utilization = 0.95;
+    uint64_t rate_epoch_ns = 20'000;
     uint64_t seed = 1;              // initial PSNs, nonces and path entropy
     transport_config transport;
 };

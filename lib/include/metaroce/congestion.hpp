@@ -26,6 +26,7 @@ struct conn_cc_state {
     uint32_t round_ce = 0;
     uint64_t round_end_ns = 0;
     uint32_t rate_hint_mbps = 0; // last hint from the receiver (0 = none)
+    double hint_cwnd = 0;        // the hint as a window in packets (0 = none)
     uint32_t round_id = 0;
     uint32_t round_paths = 0;        // paths that reported in this round
     uint32_t round_marked_paths = 0; // ... and saw at least one mark
@@ -38,7 +39,15 @@ struct ack_sample {
     uint16_t ce_pkts = 0;
     uint64_t srtt_ns = 0;       // path's smoothed RTT after this sample
     uint32_t rate_hint_mbps = 0;
+    uint64_t min_rtt_ns = 0;    // connection's smallest RTT sample (0 = none yet)
+    uint32_t packet_bytes = 0;  // payload per packet (mtu)
 };
+
+// The window a connection may use: its AIMD window, capped by the receiver's hint.
+inline double effective_cwnd(const conn_cc_state& c) noexcept
+{
+    return c.hint_cwnd > 0 && c.hint_cwnd < c.cwnd ? c.hint_cwnd : c.cwnd;
+}
 
 class congestion_control {
 public:

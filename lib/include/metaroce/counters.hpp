@@ -22,6 +22,7 @@ struct counters {
     uint64_t rx_naks = 0;
     uint64_t retransmits = 0;
     uint64_t timeouts = 0;             // path RTO expiries
+    uint64_t tail_probes = 0;          // newest packet resent after a quiet 2 RTTs
     uint64_t reroutes = 0;             // path took a new UDP source port or plane
     uint64_t rx_ce = 0;                // data packets that arrived CE-marked
     uint64_t rx_duplicates = 0;
