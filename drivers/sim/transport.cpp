@@ -40,6 +40,8 @@ std::unique_ptr<sim_transport> make_transport(uint32_t index, const scenario& s,
     c.max_connections = max_conns;
     c.max_mrs = max_mrs;
     c.transport = s.transport;
+    // The receiver hands out its NIC capacity (all planes) as rate hints (spec 6.4).
+    c.inbound_capacity_mbps = uint64_t(s.topology.link_gbps * 1000.0) * s.topology.planes;
     return std::make_unique<metaroce_transport>(c);
 }
 
