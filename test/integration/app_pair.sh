@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Two metaroce apps over net_memif (--no-huge). Node A runs the prompt from a
+# script; node B only serves. MODE prompt: commands in, expected lines out.
+# MODE telemetry: dpdk-telemetry.py reads our /metaroce/... endpoints from A.
+#   app_pair.sh METAROCE_BINARY CONFIG_DIR prompt|telemetry
+set -u
+app=$1; cfg=$2; mode=$3
+dir=$(mktemp -d /tmp/metaroce-app.XXXXXX)
+eal=(--no-pci --no-huge -m 256 --log-level='*:warning')
+pa=it-app-a-$$; pb=it-app-b-$$
+vdev=net_memif0,socket=$dir/m.sock,socket-abstract=no,bsize=8192
+fail=0
+expect() { grep -qF -- "$1" "$dir/a.log" || { echo "MISSING: $1"; fail=1; }; }
+
+telemetry() {
+  echo "$1" | timeout 10 dpdk-telemetry.py -f "$pa" 2>&1
+}
+
+{
+  sleep 2
+  echo "help"
+  echo "show planes"
+  echo "connect 10.0.0.2"
+  echo "show conn"
+  echo "set fwd write_bw"
+  echo "start"
+  sleep 1.5
+  if [ "$mode" = telemetry ]; then
+    telemetry /metaroce/stats > "$dir/t_stats.txt"
+    telemetry /metaroce/planes > "$dir/t_planes.txt"
+    telemetry /metaroce/conns > "$dir/t_conns.txt"
+    conn=$(grep -o '"[0-9]\+_peer"' "$dir/t_conns.txt" | head -1 | tr -dc 0-9)
+    telemetry "/metaroce/paths,${conn:-0}" > "$dir/t_paths.txt"
+  fi
+  echo "stop"
+  echo "set fwd send_bw"
+  echo "start"
+  sleep 1
+  echo "stop"
+  echo "show conn 999"
+  echo "bogus command"
+  echo "set plane 7 down"
+  echo "set fwd warp_speed"
+  echo "connect 10.0.0"
+  echo "set plane 0 down"
+  echo "show planes"
+  echo "set plane 0 up"
+  echo "clear stats"
+  echo "quit"
+} | timeout 40 "$app" -l 0,1 --main-lcore 1 "${eal[@]}" --file-prefix=$pa \
+      --vdev=$vdev,role=server -- --config "$cfg/node-a.json" -i >"$dir/a.log" 2>&1 &
+apid=$!
+sleep 0.7
+timeout 30 "$app" -l 0,1 --main-lcore 0 "${eal[@]}" --file-prefix=$pb \
+  --vdev=$vdev,role=client -- --config "$cfg/node-b.json" </dev/null >"$dir/b.log" 2>&1 &
+bpid=$!
+wait $apid; arc=$?
+kill -TERM $bpid 2>/dev/null; wait $bpid
+echo "=== node A (exit $arc)"; cat "$dir/a.log"
+[ $arc -eq 0 ] || fail=1
+case $mode in
+prompt)
+  expect "to 10.0.0.2: established"
+  expect "Set write_bw packet forwarding mode"
+  expect "write_bw forwarding - connections ready=1"
+  expect "Accumulated forward statistics for all ports"
+  expect "Engine write_bw:"
+  expect "Engine send_bw:"
+  expect "Bad arguments: no connection 999 (see 'show conn')"
+  expect "Unknown command 'bogus'; type 'help' for the list"
+  expect "Bad arguments: no plane 7 (planes 0..0)"
+  expect "Bad arguments: unknown engine 'warp_speed'"
+  expect "Bad arguments: '10.0.0' is not an IPv4 address (usage: connect <addr>)"
+  expect "plane 0 is now administratively down"
+  expect "Statistics cleared"
+  if grep -q "Engine write_bw: 0 messages" "$dir/a.log"; then echo "write_bw moved nothing"; fail=1; fi
+  ;;
+telemetry)
+  for f in stats planes conns paths; do echo "=== /metaroce/$f"; cat "$dir/t_$f.txt"; done
+  grep -q '"datapath_rx_frames"' "$dir/t_stats.txt" || { echo "no stats"; fail=1; }
+  grep -q '"transport_tx_packets"' "$dir/t_stats.txt" || { echo "no transport stats"; fail=1; }
+  grep -q '"0_link_up"' "$dir/t_planes.txt" || { echo "no planes"; fail=1; }
+  grep -q '_state": "established"' "$dir/t_conns.txt" || { echo "no connection"; fail=1; }
+  grep -q '"path_0_udp_sport"' "$dir/t_paths.txt" || { echo "no paths"; fail=1; }
+  ;;
+esac
+rm -rf "$dir"
+exit $fail
