@@ -127,11 +127,22 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     const auto it = by_peer.find(peer_key(m.src_addr, src_conn));
     if (it != by_peer.end()) {
         connection* c = find(it->second);
-        if (c != nullptr && c->state == conn_state::established && c->nonce == h.nonce.host()) {
-            c->hello_pending = true; // our ACCEPT was lost: say it again
-            mark_ready(*c);
+        if (c != nullptr && c->nonce == h.nonce.host()) {
+            if (c->state == conn_state::established) {
+                c->hello_pending = true; // our ACCEPT was lost: say it again
+                mark_ready(*c);
+            }
+            return;
         }
-        return;
+        // A new attempt under a connection id we already serve: the peer restarted and
+        // lost that connection. Ours is stale (its windows and receives belong to the
+        // old life): fail it and serve the new attempt.
+        if (c != nullptr) {
+            enter_error(*c, wc_status::wr_flush_err);
+            free_conn(*c);
+        } else {
+            by_peer.erase(it);
+        }
     }
     if (!cfg.accept_incoming) {
         ++stats.rx_invalid;

@@ -339,6 +339,9 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
     if (c == nullptr) {
         return k_no_conn;
     }
+    // The nonce also depends on the time, so a node that restarts with the same seed
+    // (and so the same connection id) still makes an attempt its peer can tell apart.
+    c->nonce ^= now * 0x9e3779b97f4a7c15ull;
     c->hello_pending = true;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
     e.mark_ready(*c);

@@ -41,10 +41,16 @@ public:
     }
     // Full endpoint configs; local_addr must be k_addr_a and k_addr_b.
     pair_harness(const endpoint_config& ca, const endpoint_config& cb, uint64_t delay_ns)
-        : delay_(delay_ns)
+        : delay_(delay_ns), cfg_{ca, cb}
     {
         ep_[0] = std::make_unique<endpoint>(ca);
         ep_[1] = std::make_unique<endpoint>(cb);
+    }
+    // The node of one side restarts: a fresh endpoint with the same config (so the
+    // same seed). Packets already on the wire still arrive.
+    void restart(int side)
+    {
+        ep_[side] = std::make_unique<endpoint>(cfg_[side]);
     }
     static endpoint_config config(uint32_t addr, const transport_config& t, uint64_t seed)
     {
@@ -203,6 +209,7 @@ private:
     std::deque<captured> wire_;
     uint64_t now_ = 0;
     uint64_t delay_;
+    endpoint_config cfg_[2];
     conn_id peer_conn_b_ = k_no_conn;
 };
 

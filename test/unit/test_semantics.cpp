@@ -773,3 +773,41 @@ TEST_CASE("connecting to a silent peer fails with an error event", "[semantics][
     CHECK(connects == 4); // first try and three retries
 
 }
+
+TEST_CASE("a restarted peer can connect again", "[semantics][connect]")
+{
+    pair_harness h;
+    const conn_id c_old = h.connect();
+    const conn_id pc_old = h.peer_conn();
+    {
+        buffer src(h.a(), 20000, k_all_access, 3);
+        buffer dst(h.b(), 20000, k_all_access);
+        REQUIRE(h.a().post_send(c_old, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+        REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+        h.cq[0].clear();
+    }
+    buffer rcv(h.b(), 100, k_all_access);
+    REQUIRE(h.b().post_recv(pc_old, 0, make_recv(rcv, 77)) == post_result::ok);
+    // Node A reboots with the same configuration (so the same seed) and reconnects.
+    h.restart(0);
+    h.run_until([] { return false; }, 3'000'000);
+    const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c); }, 100'000'000));
+    const conn_id pc = h.peer_conn();
+    CHECK(pc != pc_old);
+    // The old incarnation's connection is gone, its receive flushed.
+    CHECK(!h.b().inspect(pc_old));
+    CHECK(h.b().connections().size() == 1);
+    bool flushed = false;
+    for (const auto& wc : h.cq[1]) {
+        flushed = flushed || (wc.wr_id == 77 && wc.status == wc_status::wr_flush_err);
+    }
+    CHECK(flushed);
+    buffer src(h.a(), 50000, k_all_access, 5);
+    buffer dst(h.b(), 50000, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }, 100'000'000));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.b().stats().rx_duplicates == 0);
+}
