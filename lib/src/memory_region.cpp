@@ -2,15 +2,17 @@
 
 namespace metaroce {
 
-// Keys carry the table index (low 16 bits), an 8-bit generation that changes on
-// every reuse of the index, and a salt, so a stale or guessed key rarely resolves.
+// Keys carry the table index (low 16 bits), a 15-bit generation that changes on
+// every reuse of the index, which key of the pair it is (1 bit), and a salt, so a
+// stale or guessed key rarely resolves. (An 8-bit generation let a stale rkey
+// reach a new region after 256 reuses of its index.)
 namespace {
 constexpr uint32_t k_index_bits = 16;
 constexpr uint32_t k_index_mask = (1u << k_index_bits) - 1;
 
-uint32_t make_key(uint32_t index, uint8_t generation, uint32_t salt, bool remote) noexcept
+uint32_t make_key(uint32_t index, uint16_t generation, uint32_t salt, bool remote) noexcept
 {
-    const uint32_t tag = (uint32_t(generation) << 8 | (remote ? 0x5a : 0xa5)) ^ (salt & 0xffff);
+    const uint32_t tag = ((uint32_t(generation & 0x7fff) << 1) | (remote ? 1 : 0)) ^ (salt & 0xffff);
     return (tag << k_index_bits) | index;
 }
 } // namespace

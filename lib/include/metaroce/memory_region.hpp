@@ -48,7 +48,7 @@ private:
     struct entry {
         memory_region mr;
         bool live = false;
-        uint8_t generation = 0;
+        uint16_t generation = 0;
     };
     mr_check check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
                    uint8_t** host) const noexcept;
