@@ -332,10 +332,17 @@ void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
 // stream that had already failed, wr_flush_err for the rest (verbs semantics).
 void endpoint::impl::flush(connection& c, wc_status first) noexcept
 {
-    for (send_slot& s : c.sq) {
-        if (s.in_use && !s.done) {
-            s.done = true;
-            s.status = s.status == wc_status::success ? wc_status::wr_flush_err : s.status;
+    // Per stream, in order: once a message did not land (or failed), later ones
+    // flush too even if they were delivered, since their success would claim it had.
+    for (stream_state& ss : c.streams) {
+        bool broken = false;
+        for (int32_t i = ss.head; i != k_nil; i = c.sq[i].next_in_stream) {
+            send_slot& s = c.sq[i];
+            if (!s.done || broken) {
+                s.done = true;
+                s.status = s.status == wc_status::success ? wc_status::wr_flush_err : s.status;
+            }
+            broken = broken || s.status != wc_status::success;
         }
     }
     (void)first;

@@ -811,3 +811,35 @@ TEST_CASE("a restarted peer can connect again", "[semantics][connect]")
     CHECK(first_mismatch(src.bytes, dst.bytes).empty());
     CHECK(h.b().stats().rx_duplicates == 0);
 }
+
+TEST_CASE("after a failure, no later message of the stream completes successfully", "[semantics][order]")
+{
+    // Message 0 never gets through; message 1 (same stream) is delivered and
+    // acknowledged. When the connection fails, message 1 must not report success:
+    // its completion would claim message 0 had landed.
+    const bool by_close = GENERATE(true, false);
+    transport_config t;
+    t.max_timeouts = 3;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    auto src = buffers(h.a(), 3, 3000, true);
+    auto dst = buffers(h.b(), 3, 3000, false);
+    h.filter = [&](captured& p) { return p.to == 1 && is_data(p) && p.view().msn == 0; };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, *src[0], *dst[0], 0, 0), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, *src[1], *dst[1], 1, 0), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, *src[2], *dst[2], 2, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; })); // stream 1 completes
+    CHECK(h.cq[0][0].wr_id == 2);
+    // Message 1 landed except its tail, which waits for message 0 to commit.
+    const size_t n1 = src[1]->bytes.size();
+    CHECK(first_mismatch(std::span(src[1]->bytes).first(n1 - 8), std::span(dst[1]->bytes).first(n1 - 8)).empty());
+    CHECK(all_zero(std::span(dst[1]->bytes).last(8)));
+    if (by_close) {
+        h.a().close(c, h.now());
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 3; }));
+    CHECK(h.cq[0][1].wr_id == 0);
+    CHECK(h.cq[0][1].status != wc_status::success);
+    CHECK(h.cq[0][2].wr_id == 1);
+    CHECK(h.cq[0][2].status == wc_status::wr_flush_err);
+}
