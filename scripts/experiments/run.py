@@ -201,8 +201,8 @@ def incast_experiment(run, quick):
     n = ns[-1]
     head = {f"incast {n}:1 convergence (RTTs)": (res["metaroce"][n]["convergence_rtts"],
                                                   res["rocev2_model"][n]["convergence_rtts"], "1-2 RTTs"),
-            f"incast {n}:1 Jain": (res["metaroce"][n]["jain_index"],
-                                    res["rocev2_model"][n]["jain_index"], "n/a")}
+            f"incast {n}:1 Jain": (fmt(res["metaroce"][n]["jain_index"], 3),
+                                    fmt(res["rocev2_model"][n]["jain_index"], 3), "n/a")}
     return lines, targets, head
 
 
