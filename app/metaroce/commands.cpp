@@ -240,7 +240,7 @@ void application::show_path(const std::vector<std::string>& a)
     for (const auto& p : info->path) {
         const double ecn = p.acked_rx == 0 ? 0.0 : double(p.acked_ce) / double(p.acked_rx);
         std::printf("%-5u %-5u %-6u %-8s %-8.1f %-8u %-10.1f %-10.1f %-8u %-10llu %-8.3f\n", p.index,
-                    p.plane, p.udp_sport, p.state == path_state::active ? "active" : "suspect",
+                    p.plane, p.udp_sport, dpdk::path_state_name(p.state).c_str(),
                     p.cwnd, p.inflight, double(p.srtt_ns) / 1e3, double(p.rto_ns) / 1e3,
                     p.timeouts, (unsigned long long)p.tx_packets, ecn);
     }

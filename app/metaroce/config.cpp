@@ -123,7 +123,8 @@ app_config parse_config(const std::string& text, const std::string& origin)
     if (j.contains("transport")) {
         const json& t = j["transport"];
         check_keys(t, origin, "transport",
-                   {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us"});
+                   {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us",
+                    "max_timeouts"});
         if (t.contains("mtu")) {
             c.transport.mtu = uint16_t(get_uint(t["mtu"], origin, "transport.mtu", 256, 9000));
         }
@@ -140,6 +141,10 @@ app_config parse_config(const std::string& text, const std::string& origin)
         if (t.contains("initial_rtt_us")) {
             c.transport.initial_rtt_ns =
                 get_uint(t["initial_rtt_us"], origin, "transport.initial_rtt_us", 1, 1'000'000) * 1000;
+        }
+        if (t.contains("max_timeouts")) {
+            c.transport.max_timeouts =
+                uint32_t(get_uint(t["max_timeouts"], origin, "transport.max_timeouts", 1, 1000));
         }
         if (t.contains("min_rto_us")) {
             c.transport.min_rto_ns = get_uint(t["min_rto_us"], origin, "transport.min_rto_us", 1, 1'000'000) * 1000;

@@ -3,9 +3,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 #include "dpdk/worker.hpp"
 
 namespace metaroce::dpdk {
+
+// The core's path state as text, whichever set of states the core has (the
+// path model grows with the congestion-control work).
+template <typename State>
+std::string path_state_name(State s)
+{
+    if constexpr (requires { to_string(s); }) {
+        return std::string(to_string(s));
+    } else {
+        return static_cast<int>(s) == 0 ? "active" : "suspect";
+    }
+}
 
 nlohmann::json to_json(const worker_counters& c);
 nlohmann::json to_json(const counters& c);
