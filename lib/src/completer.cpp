@@ -17,16 +17,6 @@ bool outstanding(rec_state s) noexcept
     return s == rec_state::in_flight || s == rec_state::lost || s == rec_state::rnr_hold;
 }
 
-void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
-{
-    path_tx& p = c.ptx[path];
-    p.at(psn).state = rec_state::lost;
-    p.retx.push(psn);
-    if (!p.in_retx_list) {
-        p.in_retx_list = c.retx_paths.push(uint16_t(path));
-    }
-}
-
 wc_opcode wc_op(wire::opcode op) noexcept
 {
     switch (op) {
@@ -178,8 +168,13 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     p.acked_rx += rx;
     p.acked_ce += ce;
     if (newly > 0) {
-        p.timeouts = 0;
-        p.suspect = false;
+        path_progress(c, p, now);
+        // Mostly marked: shown as congested for a round trip (spec 5.8); its window,
+        // trimmed by the controller, is what steers new packets to the other paths.
+        if (rx > 0 && 2u * ce > rx) {
+            p.state = path_state::congested;
+            p.congested_until = now + (p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns);
+        }
         ack_sample s;
         s.now_ns = now;
         s.newly_acked = newly;
@@ -228,8 +223,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         c.rnr_deadline = std::min(c.rnr_deadline, now + t.rnr_delay_ns);
         // The NAK came back over this path, so its route works: waiting for a
         // receive must not count towards the path's timeouts.
-        p.timeouts = 0;
-        p.suspect = false;
+        path_progress(c, p, now);
         return;
     }
     switch (n.reason) {
@@ -261,7 +255,6 @@ void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
 // a new route (UDP source port), then to another plane, if timeouts repeat.
 void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
 {
-    const transport_config& t = cfg.transport;
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
         if (p.tlp_deadline <= now) {
@@ -279,6 +272,13 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         if (p.rto_deadline > now) {
             continue;
         }
+        if (p.state == path_state::failed) {
+            // Its probe went unanswered: try yet another route.
+            if (!path_timeout(c, i, now)) {
+                return;
+            }
+            continue;
+        }
         bool on_wire = false;
         for (uint32_t psn = p.una; psn != p.next_psn && !on_wire; ++psn) {
             on_wire = p.at(psn).state == rec_state::in_flight;
@@ -289,28 +289,11 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
             p.rto_deadline = k_no_deadline;
             continue;
         }
-        ++stats.timeouts;
-        if (++p.timeouts > t.max_timeouts) {
-            enter_error(c, wc_status::retry_exc_err);
-            return;
-        }
-        for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
-            if (p.at(psn).state == rec_state::in_flight) {
-                queue_retx(c, i, psn);
-            }
-        }
+        requeue_in_flight(c, i);
         cc.on_timeout(p.cc, c.cc, now);
-        p.suspect = true;
-        if (t.reroute_after > 0 && p.timeouts % t.reroute_after == 0) {
-            p.udp_sport = path_entropy(c, i, ++p.epoch);
-            ++stats.reroutes;
+        if (!path_timeout(c, i, now)) {
+            return; // the connection failed
         }
-        if (c.planes > 1 && t.replane_after > 0 && p.timeouts % t.replane_after == 0) {
-            p.plane = uint8_t((p.plane + 1) % c.planes);
-        }
-        // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
-        const uint64_t backoff = p.rto_ns << std::min(p.timeouts, t.max_backoff_shift);
-        p.rto_deadline = now + std::min(backoff, t.max_rto_ns);
     }
     mark_ready(c);
 }

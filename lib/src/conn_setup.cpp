@@ -102,7 +102,8 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         path_tx& p = c.ptx[i];
         p.next_psn = c.isn;
         p.una = c.isn;
-        p.plane = uint8_t(i % c.planes);
+        p.home_plane = uint8_t(i % c.planes);
+        p.plane = pick_plane(c, p.home_plane, false);
         p.udp_sport = path_entropy(c, i, 0);
         p.rto_ns = std::clamp<uint64_t>(3 * t.initial_rtt_ns, t.min_rto_ns, t.max_rto_ns);
         p.retx = fixed_ring<uint32_t>(k_path_window);

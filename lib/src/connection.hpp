@@ -49,7 +49,10 @@ struct path_tx {
     uint32_t epoch = 0;               // bumps on every reroute
     uint16_t udp_sport = 0;
     uint8_t plane = 0;
-    bool suspect = false;
+    uint8_t home_plane = 0;           // where the path lives while that plane is usable
+    path_state state = path_state::good;
+    uint64_t congested_until = 0;
+    bool probe_pending = false;       // a PROBE for this path is waiting to go out
     bool in_retx_list = false;
     path_cc_state cc;
     fixed_ring<uint32_t> retx;        // PSNs to resend
@@ -163,6 +166,11 @@ struct nak_entry {
     wire::nak_header hdr{};
 };
 
+struct connection;
+void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept;
+// Marks every packet of a path that is on the wire as lost and queues it for resending.
+void requeue_in_flight(connection& c, uint32_t path) noexcept;
+
 struct connection {
     conn_id id = k_no_conn;
     conn_id peer_conn = k_no_conn;
@@ -208,6 +216,8 @@ struct connection {
     uint32_t fatal_msn = 0;
     bool has_fatal = false;
 
+    uint32_t probes_pending = 0;      // paths with probe_pending set
+    uint32_t plane_probes = 0;        // bit per plane: a plane probe to send
     bool hello_pending = false;
     bool close_pending = false;
     uint64_t ctrl_deadline = k_no_deadline;
@@ -222,5 +232,25 @@ struct connection {
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
 };
+
+inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
+{
+    path_tx& p = c.ptx[path];
+    p.at(psn).state = rec_state::lost;
+    p.retx.push(psn);
+    if (!p.in_retx_list) {
+        p.in_retx_list = c.retx_paths.push(uint16_t(path));
+    }
+}
+
+inline void requeue_in_flight(connection& c, uint32_t path) noexcept
+{
+    path_tx& p = c.ptx[path];
+    for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
+        if (p.at(psn).state == rec_state::in_flight) {
+            queue_retx(c, path, psn);
+        }
+    }
+}
 
 } // namespace metaroce::detail

@@ -27,6 +27,7 @@ endpoint::impl::impl(const endpoint_config& c)
         free_slots.push_back(i - 1);
     }
     timers.reserve(conns.size() * 4);
+    plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
 }
 
 uint64_t endpoint::impl::random64() noexcept
@@ -135,6 +136,9 @@ bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
         return false;
     }
     if (produce_nak(c, now, f) || produce_ack(c, now, f)) {
+        return true;
+    }
+    if (c.state == conn_state::established && produce_probe(c, now, f)) {
         return true;
     }
     if (c.state != conn_state::established) {
@@ -253,7 +257,12 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
         r.udp_sport = meta.udp_sport;
         r.probe_id = p.probe->probe_id.host();
         r.ts_echo = p.tx_ts;
+        r.dst_conn = 0; // the reply finds the prober's connection through probe_id
         e.replies.push(r); // bounded: excess probes are not answered
+        return;
+    }
+    if (p.op == wire::opcode::probe_ack) {
+        e.on_probe_ack(meta, p, now);
         return;
     }
     connection* c = e.find(p.dst_conn);
@@ -275,7 +284,6 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
     case wire::opcode::close_ack: e.on_close_ack(*c); break;
     case wire::opcode::ack: e.on_ack(*c, p, now); break;
     case wire::opcode::nak: e.on_nak(*c, p, now); break;
-    case wire::opcode::probe_ack: break; // path probing arrives with the path-health controller
     default: e.on_data(*c, meta, p, now); break;
     }
     if (e.find(p.dst_conn) != nullptr) {
@@ -313,12 +321,16 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
 
 uint64_t endpoint::next_timer() const noexcept
 {
-    return impl_->timers.empty() ? k_no_deadline : impl_->timers.front().deadline;
+    const uint64_t t = impl_->timers.empty() ? k_no_deadline : impl_->timers.front().deadline;
+    return std::min(t, impl_->plane_probe_deadline);
 }
 
 void endpoint::on_timer(uint64_t now)
 {
     impl& e = *impl_;
+    if (e.plane_probe_deadline <= now) {
+        e.plane_probe_timer(now);
+    }
     while (!e.timers.empty() && e.timers.front().deadline <= now) {
         std::pop_heap(e.timers.begin(), e.timers.end(), std::greater<>{});
         const timer_entry t = e.timers.back();
@@ -422,7 +434,8 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         pi.index = uint8_t(i);
         pi.plane = p.plane;
         pi.udp_sport = p.udp_sport;
-        pi.state = p.suspect ? path_state::suspect : path_state::active;
+        pi.state = p.state;
+        pi.home_plane = p.home_plane;
         pi.cwnd = p.cc.cwnd;
         pi.inflight = p.inflight;
         pi.next_psn = p.next_psn;

@@ -33,6 +33,15 @@ struct ctrl_reply {
     uint32_t ts_echo = 0;
 };
 
+struct plane_health {
+    bool admin_up = true;
+    bool detected_up = true;
+    uint32_t timeouts_since_progress = 0;
+    uint64_t timeouts = 0;
+    uint64_t downs = 0;
+    uint64_t probes_sent = 0;
+};
+
 struct timer_entry {
     uint64_t deadline;
     conn_id conn;
@@ -60,6 +69,9 @@ struct endpoint::impl {
     detail::fixed_ring<conn_event> events;
     std::vector<uint32_t> cq_waiters;
     std::vector<timer_entry> timers;                // min-heap
+    std::vector<plane_health> plane_tab;
+    uint64_t plane_probe_deadline = k_no_deadline;
+    uint32_t probe_cursor = 0;
 
     // endpoint.cpp
     uint64_t random64() noexcept;
@@ -91,12 +103,25 @@ struct endpoint::impl {
     void free_conn(connection& c) noexcept;
     uint16_t path_entropy(const connection& c, uint32_t path, uint32_t epoch) const noexcept;
 
+    // path_health.cpp
+    bool plane_usable(uint8_t plane) const noexcept;
+    uint8_t pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept;
+    void reroute(connection& c, uint32_t path, uint8_t plane) noexcept;
+    void request_probe(connection& c, uint32_t path) noexcept;
+    void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept;
+    bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;
+    void move_off_plane(uint8_t plane, uint64_t now) noexcept;
+    void move_home(uint8_t plane) noexcept;
+    void plane_probe_timer(uint64_t now) noexcept;
+    bool produce_probe(connection& c, uint64_t now, tx_frame& f) noexcept;
+    void on_probe_ack(const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
+
     // requester.cpp
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);
     bool produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
-    int pick_path(connection& c) noexcept;
+    int pick_path(connection& c, uint64_t now) noexcept;
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
                            bool retx) noexcept;
 

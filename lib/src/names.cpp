@@ -1,4 +1,5 @@
 // Printable names of the public enums.
+#include "metaroce/inspect.hpp"
 #include "metaroce/verbs_types.hpp"
 
 namespace metaroce {
@@ -30,6 +31,17 @@ std::string_view to_string(post_result r) noexcept
     case post_result::bad_access: return "region lacks the needed access right";
     case post_result::out_of_bounds: return "buffer outside its region";
     case post_result::too_long: return "message too long";
+    }
+    return "?";
+}
+
+std::string_view to_string(path_state s) noexcept
+{
+    switch (s) {
+    case path_state::good: return "good";
+    case path_state::congested: return "congested";
+    case path_state::suspect: return "suspect";
+    case path_state::failed: return "failed";
     }
     return "?";
 }

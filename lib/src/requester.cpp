@@ -92,9 +92,11 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     return post_result::ok;
 }
 
-// Round robin over paths that are healthy and have window; suspect paths are used
-// only when no healthy one exists. Returns -1 when the connection window is full.
-int endpoint::impl::pick_path(connection& c) noexcept
+// Round robin over paths with window (spec 5.3, 5.8). Suspect paths are used only when
+// no other path has room; failed paths never carry data. Congested paths are not skipped:
+// their trimmed windows already steer packets elsewhere (skipping them costs goodput).
+// Returns -1 when nothing may be sent now.
+int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 {
     if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
         return -1;
@@ -103,11 +105,14 @@ int endpoint::impl::pick_path(connection& c) noexcept
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
         path_tx& p = c.ptx[i];
-        if (double(p.inflight) >= std::max(1.0, p.cc.cwnd) ||
+        if (p.state == path_state::congested && now >= p.congested_until) {
+            p.state = path_state::good;
+        }
+        if (p.state == path_state::failed || double(p.inflight) >= std::max(1.0, p.cc.cwnd) ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
-        if (p.suspect) {
+        if (p.state == path_state::suspect) {
             if (fallback < 0) {
                 fallback = int(i);
             }
@@ -116,11 +121,10 @@ int endpoint::impl::pick_path(connection& c) noexcept
         c.rr_path = i + 1;
         return int(i);
     }
-    bool any_healthy = false;
-    for (const path_tx& p : c.ptx) {
-        any_healthy = any_healthy || !p.suspect;
+    if (fallback >= 0) {
+        c.rr_path = uint32_t(fallback) + 1;
     }
-    return any_healthy ? -1 : fallback;
+    return fallback;
 }
 
 bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
@@ -194,9 +198,19 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
 
 bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept
 {
+    // A failed path keeps its queue until a probe is answered: rotate past it.
+    for (size_t skips = c.retx_paths.size(); skips > 0 && c.ptx[c.retx_paths.front()].state == path_state::failed;
+         --skips) {
+        const uint16_t path = c.retx_paths.front();
+        c.retx_paths.pop();
+        c.retx_paths.push(path);
+    }
     while (!c.retx_paths.empty()) {
         const uint16_t path = c.retx_paths.front();
         path_tx& p = c.ptx[path];
+        if (p.state == path_state::failed) {
+            return false; // only failed paths have something to resend
+        }
         while (!p.retx.empty()) {
             const uint32_t psn = p.retx.front();
             p.retx.pop();
@@ -233,7 +247,7 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
             ++c.job_tx;
             continue;
         }
-        const int path = pick_path(c);
+        const int path = pick_path(c, now);
         if (path < 0) {
             return false;
         }
@@ -278,7 +292,7 @@ bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexc
         if (o.in_use && o.msn == older) {
             return false;
         }
-        const int path = pick_path(c);
+        const int path = pick_path(c, now);
         if (path < 0) {
             return false;
         }

@@ -37,6 +37,9 @@ struct transport_config {
     uint32_t max_backoff_shift = 3; // RTO doubles per consecutive timeout, at most 8x
     uint32_t reroute_after = 1;     // RTOs before a path takes a new UDP source port
     uint32_t replane_after = 2;     // RTOs before a path moves to the next plane
+    uint32_t fail_after = 2;        // RTOs before a path is failed and probed before data
+    uint32_t plane_down_after = 3;  // path timeouts on a plane, with no progress on it, to call it dead
+    uint64_t plane_probe_ns = 200'000; // how often a dead plane is probed for re-admission
     uint64_t connect_retry_ns = 200'000; // doubles per retry, up to 64x
     uint32_t connect_retries = 20;
     uint64_t rnr_delay_ns = 50'000;

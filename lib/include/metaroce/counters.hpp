@@ -24,6 +24,10 @@ struct counters {
     uint64_t timeouts = 0;             // path RTO expiries
     uint64_t tail_probes = 0;          // newest packet resent after a quiet 2 RTTs
     uint64_t reroutes = 0;             // path took a new UDP source port or plane
+    uint64_t probes_sent = 0;
+    uint64_t probe_acks = 0;
+    uint64_t plane_downs = 0;          // planes declared dead by detection
+    uint64_t plane_ups = 0;            // planes re-admitted after a probe was answered
     uint64_t rx_ce = 0;                // data packets that arrived CE-marked
     uint64_t rx_duplicates = 0;
     uint64_t rx_beyond_window = 0;

@@ -49,6 +49,11 @@ public:
     uint64_t next_timer() const noexcept;
     void on_timer(uint64_t now_ns);
 
+    // Planes (spec 5.9). Drivers call this on link changes; operators through the app.
+    // Taking a plane down moves every path on it to the other planes at once.
+    void set_plane_admin(uint8_t plane, bool up, uint64_t now_ns);
+    std::vector<plane_info> planes() const;
+
     const counters& stats() const noexcept;
     void clear_stats() noexcept;
     std::optional<conn_info> inspect(conn_id c) const;

@@ -2,19 +2,37 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "metaroce/verbs_types.hpp"
 
 namespace metaroce {
 
-enum class path_state : uint8_t { active, suspect };
+// spec 5.8: good carries data; congested (most of its last ACK's packets were CE-marked,
+// shown for one RTT) carries data within its trimmed window; suspect (a timeout) is used only when no good path
+// has room; failed (repeated timeouts) carries nothing but probes until one is answered.
+enum class path_state : uint8_t { good, congested, suspect, failed };
+std::string_view to_string(path_state s) noexcept;
+
+// spec 5.9: a plane is usable when the operator/driver has it up and the endpoint has not
+// detected it dead.
+struct plane_info {
+    uint8_t plane = 0;
+    bool admin_up = true;      // set by set_plane_admin (link state, `set plane N down`)
+    bool detected_up = true;   // false after repeated timeouts with no progress on it
+    uint32_t paths = 0;        // paths currently on it, all connections
+    uint64_t timeouts = 0;     // path timeouts seen on it
+    uint64_t downs = 0;        // times it was declared down (either way)
+    uint64_t probes_sent = 0;
+};
 
 struct path_info {
     uint8_t index = 0;
     uint8_t plane = 0;
     uint16_t udp_sport = 0;
-    path_state state = path_state::active;
+    path_state state = path_state::good;
+    uint8_t home_plane = 0;
     double cwnd = 0;
     uint32_t inflight = 0;
     uint32_t next_psn = 0;

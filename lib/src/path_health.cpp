@@ -1,0 +1,286 @@
+// Path and plane health (spec 5.6, 5.8, 5.9): what a timeout does to a path's route,
+// failing and probing paths, declaring planes dead and re-admitting them. The NIC side
+// owns plane selection; applications never see any of it.
+#include <algorithm>
+
+#include "endpoint_impl.hpp"
+
+namespace metaroce {
+
+using namespace detail;
+
+bool endpoint::impl::plane_usable(uint8_t plane) const noexcept
+{
+    return plane < plane_tab.size() && plane_tab[plane].admin_up && plane_tab[plane].detected_up;
+}
+
+// The plane a path should be on: its home if usable, else the next usable one after it.
+uint8_t endpoint::impl::pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept
+{
+    for (uint32_t k = skip_from ? 1 : 0; k < c.planes; ++k) {
+        const uint8_t p = uint8_t((from + k) % c.planes);
+        if (plane_usable(p)) {
+            return p;
+        }
+    }
+    return from; // nothing usable: stay, timeouts will tell
+}
+
+void endpoint::impl::reroute(connection& c, uint32_t path, uint8_t plane) noexcept
+{
+    path_tx& p = c.ptx[path];
+    p.plane = plane;
+    p.udp_sport = path_entropy(c, path, ++p.epoch);
+    ++stats.reroutes;
+}
+
+void endpoint::impl::request_probe(connection& c, uint32_t path) noexcept
+{
+    path_tx& p = c.ptx[path];
+    if (!p.probe_pending) {
+        p.probe_pending = true;
+        ++c.probes_pending;
+    }
+    mark_ready(c);
+}
+
+void endpoint::impl::path_progress(connection& c, path_tx& p, uint64_t now) noexcept
+{
+    p.timeouts = 0;
+    if (p.state != path_state::congested || now >= p.congested_until) {
+        p.state = path_state::good;
+    }
+    if (p.plane < plane_tab.size()) {
+        plane_tab[p.plane].timeouts_since_progress = 0;
+    }
+    (void)c;
+}
+
+// One RTO of path `i` (its in-flight packets are already queued for resending).
+// Returns false if the connection failed.
+bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexcept
+{
+    const transport_config& t = cfg.transport;
+    path_tx& p = c.ptx[i];
+    ++stats.timeouts;
+    if (++p.timeouts > t.max_timeouts) {
+        enter_error(c, wc_status::retry_exc_err);
+        return false;
+    }
+    if (p.plane < plane_tab.size()) {
+        plane_health& ph = plane_tab[p.plane];
+        ++ph.timeouts;
+        if (++ph.timeouts_since_progress >= t.plane_down_after && ph.detected_up && c.planes > 1) {
+            // Several paths timed out on this plane and nothing on it made progress since:
+            // take the whole plane out, for every connection, without waiting for each path.
+            const uint8_t dead = p.plane;
+            ph.detected_up = false;
+            ++ph.downs;
+            ++stats.plane_downs;
+            plane_probe_deadline = std::min(plane_probe_deadline, now + t.plane_probe_ns);
+            move_off_plane(dead, now);
+        }
+    }
+    if (p.state != path_state::failed) {
+        p.state = t.fail_after > 0 && p.timeouts >= t.fail_after ? path_state::failed : path_state::suspect;
+    }
+    // Every timeout takes a new route; every replane_after-th also another plane.
+    const bool replane = c.planes > 1 && t.replane_after > 0 && p.timeouts % t.replane_after == 0;
+    if (replane) {
+        reroute(c, i, pick_plane(c, p.plane, true));
+    } else if (t.reroute_after > 0 && p.timeouts % t.reroute_after == 0) {
+        reroute(c, i, p.plane);
+    }
+    if (p.state == path_state::failed) {
+        request_probe(c, i); // no data on it until a probe comes back
+    }
+    // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
+    const uint64_t backoff = p.rto_ns << std::min(p.timeouts, t.max_backoff_shift);
+    p.rto_deadline = now + std::min(backoff, t.max_rto_ns);
+    return true;
+}
+
+void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
+{
+    for (auto& cp : conns) {
+        if (!cp || cp->state != conn_state::established) {
+            continue;
+        }
+        connection& c = *cp;
+        bool moved = false;
+        for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+            path_tx& p = c.ptx[i];
+            if (p.plane != plane) {
+                continue;
+            }
+            reroute(c, i, pick_plane(c, p.plane, true));
+            // What was on the dead plane is gone: resend it on the new one right away.
+            requeue_in_flight(c, i);
+            if (p.inflight > 0) {
+                p.rto_deadline = now + p.rto_ns;
+            }
+            moved = true;
+        }
+        if (moved) {
+            mark_ready(c);
+            recompute_timer(c);
+        }
+    }
+}
+
+void endpoint::impl::move_home(uint8_t plane) noexcept
+{
+    for (auto& cp : conns) {
+        if (!cp || cp->state != conn_state::established) {
+            continue;
+        }
+        connection& c = *cp;
+        for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+            path_tx& p = c.ptx[i];
+            if (p.home_plane == plane && p.plane != plane) {
+                reroute(c, i, plane); // what is in flight elsewhere stays valid
+            }
+        }
+        mark_ready(c);
+    }
+}
+
+void endpoint::impl::plane_probe_timer(uint64_t now) noexcept
+{
+    plane_probe_deadline = k_no_deadline;
+    bool any_down = false;
+    for (uint32_t pl = 0; pl < plane_tab.size(); ++pl) {
+        if (plane_tab[pl].admin_up && !plane_tab[pl].detected_up) {
+            any_down = true;
+            // Probe through a few connections, round robin over them.
+            uint32_t sent = 0;
+            for (uint32_t n = 0; n < conns.size() && sent < 4; ++n) {
+                const uint32_t idx = (probe_cursor + n) % uint32_t(conns.size());
+                connection* c = conns[idx].get();
+                if (c == nullptr || c->state != conn_state::established || pl >= c->planes || pl >= 32) {
+                    continue;
+                }
+                c->plane_probes |= 1u << pl;
+                mark_ready(*c);
+                probe_cursor = idx + 1;
+                ++sent;
+            }
+        }
+    }
+    if (any_down) {
+        plane_probe_deadline = now + cfg.transport.plane_probe_ns;
+    }
+}
+
+bool endpoint::impl::produce_probe(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (c.probes_pending == 0 && c.plane_probes == 0) {
+        return false;
+    }
+    wire::probe_header ph{};
+    ph.probe_id = wire::be32_t::from_host(c.id); // the reply finds us through it
+    if (c.plane_probes != 0) {
+        const uint8_t pl = uint8_t(__builtin_ctz(c.plane_probes));
+        c.plane_probes &= c.plane_probes - 1;
+        // Path 0 names no particular path: the reply re-admits the plane it arrives on.
+        wire::bth_fields b = bth_for(c, wire::opcode::probe, 0, pl, now);
+        f.len = wire::build_probe(f.buf, b, ph);
+        const uint16_t sport = path_entropy(c, 0x10000u + pl, uint32_t(plane_tab[pl].probes_sent++));
+        fill_frame_route(c, pl, sport, f);
+        ++stats.probes_sent;
+        return f.len > 0;
+    }
+    for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+        path_tx& p = c.ptx[i];
+        if (!p.probe_pending) {
+            continue;
+        }
+        p.probe_pending = false;
+        --c.probes_pending;
+        wire::bth_fields b = bth_for(c, wire::opcode::probe, uint8_t(i), p.plane, now);
+        f.len = wire::build_probe(f.buf, b, ph);
+        fill_frame_route(c, p.plane, p.udp_sport, f);
+        if (p.plane < plane_tab.size()) {
+            ++plane_tab[p.plane].probes_sent;
+        }
+        ++stats.probes_sent;
+        return f.len > 0;
+    }
+    return false;
+}
+
+void endpoint::impl::on_probe_ack(const rx_meta& m, const wire::packet_view& pk, uint64_t now) noexcept
+{
+    ++stats.probe_acks;
+    connection* c = find(pk.probe->probe_id.host());
+    if (c == nullptr || c->peer_addr != m.src_addr || c->state != conn_state::established) {
+        return;
+    }
+    // The plane it came back on works in both directions.
+    if (m.plane < plane_tab.size() && plane_tab[m.plane].admin_up && !plane_tab[m.plane].detected_up) {
+        plane_tab[m.plane].detected_up = true;
+        plane_tab[m.plane].timeouts_since_progress = 0;
+        ++stats.plane_ups;
+        move_home(m.plane);
+    }
+    if (pk.path < c->ptx.size()) {
+        path_tx& p = c->ptx[pk.path];
+        if (p.state == path_state::failed && p.plane == m.plane) {
+            // Its new route answers: it may carry its queued resends again, and the
+            // timeouts that condemned the old route no longer count.
+            p.state = path_state::suspect;
+            p.timeouts = 0;
+            p.rto_deadline = p.inflight > 0 ? now + p.rto_ns : k_no_deadline;
+            mark_ready(*c);
+        }
+    }
+}
+
+} // namespace metaroce
+
+void metaroce::endpoint::set_plane_admin(uint8_t plane, bool up, uint64_t now_ns)
+{
+    impl& e = *impl_;
+    if (plane >= e.plane_tab.size()) {
+        return;
+    }
+    plane_health& ph = e.plane_tab[plane];
+    const bool was = e.plane_usable(plane);
+    ph.admin_up = up;
+    if (up) {
+        ph.detected_up = true; // the operator or the link says so: trust it
+        ph.timeouts_since_progress = 0;
+    } else {
+        ++ph.downs;
+    }
+    const bool is = e.plane_usable(plane);
+    if (was && !is) {
+        e.move_off_plane(plane, now_ns);
+    } else if (!was && is) {
+        e.move_home(plane);
+    }
+}
+
+std::vector<metaroce::plane_info> metaroce::endpoint::planes() const
+{
+    std::vector<plane_info> out;
+    for (uint32_t pl = 0; pl < impl_->plane_tab.size(); ++pl) {
+        const plane_health& ph = impl_->plane_tab[pl];
+        plane_info pi;
+        pi.plane = uint8_t(pl);
+        pi.admin_up = ph.admin_up;
+        pi.detected_up = ph.detected_up;
+        pi.timeouts = ph.timeouts;
+        pi.downs = ph.downs;
+        pi.probes_sent = ph.probes_sent;
+        for (const auto& c : impl_->conns) {
+            if (c) {
+                for (const path_tx& p : c->ptx) {
+                    pi.paths += p.plane == pl ? 1 : 0;
+                }
+            }
+        }
+        out.push_back(pi);
+    }
+    return out;
+}
