@@ -27,7 +27,11 @@ host::host(uint32_t index, const scenario& s, const host_load& load, event_queue
 {
     const uint32_t max_wire = wire_bytes(uint32_t(wire::max_packet_len(s.transport.mtu)));
     pkt_time_ = sim_time(double(max_wire) * 8000.0 / s.topology.link_gbps);
-    backlog_limit_ = pkt_time_ * k_nic_packets_per_plane * planes_;
+    // Pull while some port is short of packets, up to twice the per-port allowance in
+    // total: the core picks each packet's plane, so a plain sum would let one busy port
+    // starve the others.
+    port_limit_ = pkt_time_ * k_nic_packets_per_plane;
+    backlog_limit_ = 2 * port_limit_ * planes_;
 }
 
 void host::on_packet(uint32_t pkt, sim_time now)
@@ -108,9 +112,32 @@ sim_time host::egress_backlog(sim_time now) const noexcept
     return total;
 }
 
+// True while some port holds less than its allowance.
+bool host::port_hungry(sim_time now) const noexcept
+{
+    for (uint32_t p = 0; p < planes_; ++p) {
+        const sim_time busy = net_.nic_busy_until(index_, p);
+        if (busy < now + port_limit_) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Earliest time some port falls below its allowance.
+sim_time host::hungry_time(sim_time now) const noexcept
+{
+    sim_time t = UINT64_MAX;
+    for (uint32_t p = 0; p < planes_; ++p) {
+        const sim_time busy = net_.nic_busy_until(index_, p);
+        t = std::min(t, busy > port_limit_ ? busy - port_limit_ + 1 : now + 1);
+    }
+    return std::max(t, now + 1);
+}
+
 void host::pump_tx(sim_time now)
 {
-    while (egress_backlog(now) < backlog_limit_) {
+    while (port_hungry(now) && egress_backlog(now) < backlog_limit_) {
         const uint32_t pkt = pool_.alloc();
         tx_frame f;
         f.buf = pool_.buffer(pkt);
@@ -137,7 +164,7 @@ void host::pump_tx(sim_time now)
         m.ce = false;
         net_.transmit(pkt, now);
     }
-    const sim_time wake = drain_time(now);
+    const sim_time wake = std::max(hungry_time(now), drain_time(now));
     if (wake < wake_at_) {
         wake_at_ = wake;
         q_.push(wake, event_kind::tx_wake, index_);

@@ -60,6 +60,8 @@ private:
     void pump_tx(sim_time now);
     sim_time egress_backlog(sim_time now) const noexcept;
     sim_time drain_time(sim_time now) const noexcept;
+    bool port_hungry(sim_time now) const noexcept;
+    sim_time hungry_time(sim_time now) const noexcept;
     void arm_timer(sim_time now, bool after_timer);
 
     uint32_t index_;
@@ -72,7 +74,8 @@ private:
     host_listener* listener_ = nullptr;
     goodput_meter* meter_ = nullptr;
     sim_time pkt_time_;            // serialization time of a full packet
-    sim_time backlog_limit_;       // NIC backlog (as send time) at which we stop pulling
+    sim_time port_limit_;          // per-port backlog (as send time) below which we pull
+    sim_time backlog_limit_;       // summed backlog at which we stop pulling
     sim_time timer_at_ = k_never;  // earliest host_timer event pending
     sim_time wake_at_ = k_never;   // earliest tx_wake event pending
     host_stats stats_;

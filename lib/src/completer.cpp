@@ -214,8 +214,12 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         // The receive is not posted yet: hold this packet and try again later.
         const transport_config& t = cfg.transport;
         if (t.rnr_retries != 7 && ++s.rnr_count > t.rnr_retries) {
-            s.status = wc_status::rnr_retry_exc_err;
-            s.done = true;
+            // Blame the oldest unfinished request of the stream: in verbs order it is the
+            // one the receiver was not ready for; the later ones are flushed behind it.
+            const int32_t head = c.streams[s.wr.stream].head;
+            send_slot& oldest = head != k_nil && !c.sq[head].done ? c.sq[head] : s;
+            oldest.status = wc_status::rnr_retry_exc_err;
+            oldest.done = true;
             enter_error(c, wc_status::wr_flush_err);
             return;
         }

@@ -114,6 +114,9 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         r.reply_plane = p.plane;
         r.reply_sport = p.udp_sport;
     }
+    // Start each connection's round robin at a different path, so many connections do
+    // not all put their first packets on the same plane.
+    c.rr_path = uint32_t(random64() % c.paths);
     c.rslots.assign(c.max_msgs, recv_slot{});
     // c.streams keeps its local size: requests posted while connecting may name
     // streams beyond the agreed count; on_accept fails those.

@@ -26,7 +26,7 @@ BASE = {
     "topology": {"hosts": 16, "planes": 2, "spines_per_plane": 4, "hosts_per_leaf": 4,
                  "link_gbps": 100, "link_delay_ns": 1000, "switch_buffer_bytes": 1048576,
                  "ecn_threshold_bytes": 100000},
-    "transport": {"min_rto_us": 30, "mtu": 4096, "paths_per_connection": 16},
+    "transport": {"min_rto_us": 30, "connect_retry_us": 30, "mtu": 4096, "paths_per_connection": 16},
     "faults": {"loss": {"model": "none"}},
     "workload": {"pattern": "pairs", "senders": 8, "op": "write", "message_bytes": 1048576,
                  "messages": 16, "outstanding": 8},
@@ -217,7 +217,7 @@ def planes_experiment(run, quick):
                          transport__rq_depth=4, transport__max_msgs=4,
                          transport__rocev2_spread_planes=True,
                          workload__senders=16, workload__connections=conns,
-                         workload__message_bytes=262144, workload__messages=2 if quick else 4,
+                         workload__message_bytes=262144, workload__messages=4 if quick else 8,
                          workload__outstanding=1)
             res[p][k] = run.run("3_planes", s)
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -320,7 +320,7 @@ def collective_experiment(run, quick):
     for p in PROTOCOLS:
         res[p]["alltoall"] = run.run("5_collectives", scenario(
             "alltoall", p, workload__pattern="alltoall", workload__senders=16,
-            workload__message_bytes=262144, workload__messages=2 if quick else 4,
+            workload__message_bytes=262144, workload__messages=4 if quick else 8,
             workload__outstanding=2))
         res[p]["allreduce_ring"] = run.run("5_collectives", scenario(
             "allreduce_ring", p, workload__pattern="allreduce_ring", workload__senders=8,
