@@ -128,13 +128,22 @@ application::~application()
     g_app = nullptr;
 }
 
-// Effective plane state = admin up && link up, published for the lcores (relaxed
-// atomics: an lcore sees it within a burst or two; no lock on the datapath).
+// Effective plane state = admin up && link up. Only the control thread publishes
+// it: to the lcores' driver check (relaxed atomics, seen within a burst or two, no
+// lock on the datapath) and to the endpoint (set_plane_admin, run on the owning
+// lcore through its mailbox), which moves the plane's paths to the other planes.
 void application::publish_planes() noexcept
 {
     for (size_t p = 0; p < cfg_.ports.size(); ++p) {
-        admin_.up[p].store(!admin_down_[p].load() && !link_down_[p].load(),
-                           std::memory_order_relaxed);
+        const bool up = !admin_down_[p].load() && !link_down_[p].load();
+        if (up == admin_.up[p].load(std::memory_order_relaxed) && published_[p]) {
+            continue;
+        }
+        admin_.up[p].store(up, std::memory_order_relaxed);
+        published_[p] = true;
+        dp_->call([this, p, up] {
+            dp_->w().ep().set_plane_admin(uint8_t(p), up, dp_->now_ns());
+        });
     }
 }
 
@@ -142,13 +151,10 @@ void application::control_loop()
 {
     while (!ctrl_quit_.load()) {
         for (size_t p = 0; p < cfg_.ports.size(); ++p) {
-            const bool down = !dpdk::port_link_up(cfg_.ports[p]);
-            if (down != link_down_[p].load()) {
-                link_down_[p].store(down);
-            }
+            link_down_[p].store(!dpdk::port_link_up(cfg_.ports[p]));
         }
         publish_planes();
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }
 
@@ -201,6 +207,16 @@ std::string application::planes_json()
                                 {"admin_up", !admin_down_[p].load()},
                                 {"in_use", admin_.up[p].load()}};
     }
+    dp_->call([&] {
+        for (const auto& pi : dp_->w().ep().planes()) {
+            if (pi.plane < cfg_.ports.size()) {
+                auto& e = j[std::to_string(pi.plane)];
+                e["detected_up"] = pi.detected_up;
+                e["paths"] = pi.paths;
+                e["timeouts"] = pi.timeouts;
+            }
+        }
+    });
     return j.dump();
 }
 

@@ -56,6 +56,7 @@ private:
     dpdk::plane_admin admin_;                           // effective state, read by lcores
     std::array<std::atomic<bool>, dpdk::k_max_planes> admin_down_{}; // "set plane N down"
     std::array<std::atomic<bool>, dpdk::k_max_planes> link_down_{};  // from the control thread
+    std::array<bool, dpdk::k_max_planes> published_{};  // control thread only
     std::unique_ptr<datapath> dp_;
     std::atomic<bool> quit_{false};
     std::atomic<bool> ctrl_quit_{false};

@@ -2,7 +2,9 @@
 // and handler. Parsing, dispatch and "help" all loop over the table.
 #include <rte_ethdev.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 
@@ -248,17 +250,24 @@ void application::show_path(const std::vector<std::string>& a)
 
 void application::show_planes()
 {
-    std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s\n", "plane", "port", "name", "mac", "address",
-                "link", "admin", "used");
+    std::vector<plane_info> eps;
+    dp_->call([&] { eps = dp_->w().ep().planes(); });
+    std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6s\n", "plane", "port", "name", "mac",
+                "address", "link", "admin", "used", "detected", "paths");
     const auto& caps = dp_->ports();
     for (size_t p = 0; p < cfg_.ports.size(); ++p) {
         const bool link = !link_down_[p].load();
         const bool adm = !admin_down_[p].load();
-        std::printf("%-6zu %-5u %-14s %-18s %-16s %-6s %-6s %-6s\n", p, cfg_.ports[p],
+        const plane_info* ep = nullptr;
+        for (const auto& e : eps) {
+            ep = e.plane == p ? &e : ep;
+        }
+        std::printf("%-6zu %-5u %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6u\n", p, cfg_.ports[p],
                     caps[p].name.c_str(), dpdk::format_mac(caps[p].mac).c_str(),
                     dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p))).c_str(),
                     link ? "up" : "down", adm ? "up" : "down",
-                    admin_.up[p].load() ? "yes" : "no");
+                    admin_.up[p].load() ? "yes" : "no",
+                    ep == nullptr ? "-" : ep->detected_up ? "up" : "down", ep == nullptr ? 0u : ep->paths);
     }
 }
 
@@ -274,7 +283,11 @@ void application::cmd_set(const std::vector<std::string>& a)
                                         std::to_string(cfg_.ports.size() - 1) + ")");
         }
         admin_down_[p].store(a[3] == "down");
-        publish_planes();
+        // The control thread publishes it; wait (bounded) so scripts see it done.
+        const bool want = a[3] == "up" && !link_down_[p].load();
+        for (int i = 0; i < 100 && admin_.up[p].load() != want; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
         std::printf("plane %llu is now administratively %s\n", (unsigned long long)p, a[3].c_str());
         return;
     }
