@@ -1,0 +1,219 @@
+// Path and plane health (spec 5.8, 5.9) and receiver rate hints (spec 6.4).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace metaroce;
+using namespace metaroce::test;
+
+namespace {
+
+transport_config two_planes()
+{
+    transport_config t;
+    t.planes = 2;
+    t.paths = 8;
+    return t;
+}
+
+size_t paths_on(const conn_info& ci, uint8_t plane)
+{
+    size_t n = 0;
+    for (const auto& p : ci.path) {
+        n += p.plane == plane ? 1 : 0;
+    }
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("taking a plane down moves every path off it at once, and back when it returns", "[health][plane]")
+{
+    pair_harness h(two_planes());
+    const conn_id c = h.connect();
+    REQUIRE(paths_on(*h.a().inspect(c), 1) == 4);
+
+    h.a().set_plane_admin(1, false, h.now());
+    const auto down = *h.a().inspect(c);
+    CHECK(paths_on(down, 1) == 0);
+    CHECK(paths_on(down, 0) == 8);
+    for (const auto& p : down.path) {
+        CHECK(p.home_plane == p.index % 2); // where it goes back to
+    }
+    const auto planes = h.a().planes();
+    REQUIRE(planes.size() == 2);
+    CHECK_FALSE(planes[1].admin_up);
+    CHECK(planes[1].paths == 0);
+
+    // Traffic flows on plane 0 only while plane 1 is down, and the data is intact.
+    buffer src(h.a(), 256 * 1024, k_all_access, 3);
+    buffer dst(h.b(), 256 * 1024, k_all_access);
+    h.sent.clear();
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    for (const captured& p : h.sent) {
+        if (p.to == 1 && is_data(p)) {
+            CHECK(p.frame.plane == 0);
+        }
+    }
+
+    h.a().set_plane_admin(1, true, h.now());
+    const auto up = *h.a().inspect(c);
+    CHECK(paths_on(up, 1) == 4);
+    CHECK(h.a().planes()[1].admin_up);
+}
+
+TEST_CASE("a dead plane is detected, its paths leave it, and it is re-admitted by probes", "[health][plane]")
+{
+    transport_config t = two_planes();
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    bool plane1_dead = true;
+    h.filter = [&](captured& p) { return plane1_dead && p.frame.plane == 1; };
+    buffer src(h.a(), 1 << 20, k_all_access, 5);
+    buffer dst(h.b(), 1 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().conn_errors == 0);
+    CHECK(h.a().stats().plane_downs == 1);
+    CHECK_FALSE(h.a().planes()[1].detected_up);
+    CHECK(h.a().planes()[1].admin_up); // nobody told it: it found out
+    CHECK(paths_on(*h.a().inspect(c), 1) == 0);
+
+    // The plane heals: a probe gets through and the paths go home.
+    plane1_dead = false;
+    h.sent.clear();
+    REQUIRE(h.run_until([&] { return h.a().planes()[1].detected_up; }, 50'000'000));
+    CHECK(h.a().stats().plane_ups == 1);
+    bool probed_plane1 = false;
+    for (const captured& p : h.sent) {
+        probed_plane1 = probed_plane1 || (is_op(p, wire::opcode::probe) && p.frame.plane == 1);
+    }
+    CHECK(probed_plane1);
+    CHECK(paths_on(*h.a().inspect(c), 1) == 4);
+}
+
+TEST_CASE("a failed path takes a new route and is probed before it carries data again", "[health][path]")
+{
+    transport_config t;
+    t.paths = 4;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    // Path 2's first two routes are black holes: two timeouts fail the path.
+    std::vector<uint16_t> routes; // in the order path 2's data used them
+    h.filter = [&](captured& p) {
+        if (p.to != 1 || p.view().path != 2 || is_op(p, wire::opcode::probe)) {
+            return false;
+        }
+        if (std::find(routes.begin(), routes.end(), p.frame.udp_sport) == routes.end()) {
+            routes.push_back(p.frame.udp_sport);
+        }
+        return routes.size() <= 2;
+    };
+    buffer src(h.a(), 512 * 1024, k_all_access, 9);
+    buffer dst(h.b(), 512 * 1024, k_all_access);
+    h.sent.clear();
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    REQUIRE(routes.size() >= 3);
+    // After the second route died, path 2 sent a PROBE on a third port, and data went
+    // on it only after the PROBE_ACK came back.
+    size_t probe = 0, probe_ack = 0, data_after = 0;
+    uint16_t probed_port = 0;
+    for (size_t i = 0; i < h.sent.size(); ++i) {
+        const captured& p = h.sent[i];
+        if (probe == 0 && p.to == 1 && is_op(p, wire::opcode::probe) && p.view().path == 2) {
+            probe = i;
+            probed_port = p.frame.udp_sport;
+        }
+        if (probe != 0 && probe_ack == 0 && p.to == 0 && is_op(p, wire::opcode::probe_ack)) {
+            probe_ack = i;
+        }
+        if (probe != 0 && data_after == 0 && p.to == 1 && is_data(p) && p.view().path == 2) {
+            data_after = i;
+        }
+    }
+    REQUIRE(probe != 0);
+    CHECK(probed_port != routes[0]); // not one of the dead routes
+    CHECK(probed_port != routes[1]);
+    REQUIRE(data_after != 0);
+    CHECK(probe_ack != 0);
+    CHECK(probe_ack < data_after);
+    CHECK(h.sent[data_after].frame.udp_sport == probed_port);
+    // Between the failure and the probe's answer, no data went out on path 2.
+    for (size_t i = probe; i < probe_ack; ++i) {
+        const captured& p = h.sent[i];
+        CHECK_FALSE((p.to == 1 && is_data(p) && p.view().path == 2));
+    }
+    CHECK(h.a().stats().probes_sent >= 1);
+    CHECK(h.a().inspect(c)->path[2].state != path_state::failed);
+}
+
+TEST_CASE("a contended receiver puts each sender's share in its ACKs and senders follow it", "[health][hint]")
+{
+    transport_config t;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.inbound_capacity_mbps = 100'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    // Two connections from A: two senders contending for B.
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    buffer src(h.a(), 1 << 20, k_all_access, 1);
+    buffer d1(h.b(), 1 << 20, k_all_access);
+    buffer d2(h.b(), 1 << 20, k_all_access);
+    h.sent.clear();
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    // ACKs carry at most an equal share of 90 % of 100 Gb/s, and some carry exactly it.
+    std::set<uint32_t> hints;
+    for (const captured& p : h.sent) {
+        if (p.to == 0 && is_op(p, wire::opcode::ack)) {
+            hints.insert(p.view().ack->rate_hint_mbps.host());
+        }
+    }
+    REQUIRE_FALSE(hints.empty());
+    CHECK(hints.count(45'000) == 1);
+    CHECK(*hints.rbegin() <= 90'000);
+    // The sender took the hint: its window is capped by it.
+    const auto i1 = *h.a().inspect(c1);
+    CHECK(i1.rate_hint_mbps == 45'000);
+}
+
+TEST_CASE("a lone sender gets no hint", "[health][hint]")
+{
+    transport_config t;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.inbound_capacity_mbps = 100'000;
+    pair_harness h(ca, cb, 1000);
+    const conn_id c = h.connect();
+    buffer src(h.a(), 1 << 20, k_all_access, 1);
+    buffer dst(h.b(), 1 << 20, k_all_access);
+    h.sent.clear();
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    size_t acks = 0;
+    for (const captured& p : h.sent) {
+        if (p.to == 0 && is_op(p, wire::opcode::ack)) {
+            ++acks;
+            CHECK(p.view().ack->rate_hint_mbps.host() == 0);
+        }
+    }
+    CHECK(acks > 0);
+}
