@@ -48,11 +48,11 @@ pair() { # pair NAME TEST [options]; writes $dir/NAME.json from the client
   local name=$1; shift
   rm -f "$dir/m.sock"
   timeout $((secs + 40)) "$perf" -l 0 "${eal[@]}" --file-prefix=bench-s --vdev="$(vdev server)" \
-    -- "$@" --timeout 20 </dev/null >"$dir/$name.server.log" 2>&1 &
+    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 </dev/null >"$dir/$name.server.log" 2>&1 &
   local spid=$!
   wait_sock
   timeout $((secs + 40)) "$perf" -l 1 "${eal[@]}" --file-prefix=bench-c --vdev="$(vdev client)" \
-    -- "$@" --timeout 20 --out_json "$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
+    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 --out_json "$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
   wait $spid 2>/dev/null || true
   [ -s "$dir/$name.json" ] || { echo "bench: $name failed:" >&2; tail -3 "$dir/$name.log" >&2; }
 }

@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 test_name=${1:-write_bw}
 shift || true
 duration=${DEMO_SECONDS:-3}
+# Two busy-polling processes on shared cores get descheduled for milliseconds:
+# give the transport's retransmit timer room for that (see --help).
+tuning="--min-rto-us 1000 --max-timeouts 20"
 
 ./scripts/install-deps.sh
 if ! ./scripts/build.sh >/tmp/metaroce-demo-build.log 2>&1; then
@@ -64,7 +67,7 @@ trap cleanup EXIT
 eal_common=(--no-pci "${mem_opts[@]}" --log-level='*:warning')
 timeout 60 "$perf" -l "$server_core" "${eal_common[@]}" --file-prefix=metaroce-demo-server \
   --vdev=net_memif0,role=server,socket="$sock",bsize=8192,socket-abstract=no \
-  -- "$test_name" -D "$duration" --report_gbits "$@" </dev/null >"$run_dir/server.log" 2>&1 &
+  -- "$test_name" -D "$duration" --report_gbits $tuning "$@" </dev/null >"$run_dir/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do
   [ -S "$sock" ] && break
@@ -74,7 +77,7 @@ echo "demo: server (pid $server_pid, core $server_core) and client (core $client
 rc=0
 timeout 60 "$perf" -l "$client_core" "${eal_common[@]}" --file-prefix=metaroce-demo-client \
   --vdev=net_memif0,role=client,socket="$sock",bsize=8192,socket-abstract=no \
-  -- "$test_name" -D "$duration" --report_gbits "$@" 10.0.0.1 </dev/null 2>&1 |
+  -- "$test_name" -D "$duration" --report_gbits $tuning "$@" 10.0.0.1 </dev/null 2>&1 |
   grep -v '^TELEMETRY' || rc=$?
 wait "$server_pid" || rc=$?
 server_pid=

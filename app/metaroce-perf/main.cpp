@@ -62,6 +62,12 @@ int main(int argc, char** argv)
         }
         np.transport.mtu = o.mtu;
         np.transport.paths = o.paths;
+        if (o.min_rto_us != 0) {
+            np.transport.min_rto_ns = uint64_t(o.min_rto_us) * 1000;
+        }
+        if (o.max_timeouts != 0) {
+            np.transport.max_timeouts = o.max_timeouts;
+        }
         np.accept_incoming = !o.client;
         np.seed = o.local_addr ^ 0x9e3779b97f4a7c15ull;
         np.udp_csum_software = o.udp_csum_sw;

@@ -50,6 +50,8 @@ enum long_only : int {
     opt_timeout,
     opt_udp_csum,
     opt_counters,
+    opt_min_rto,
+    opt_max_timeouts,
 };
 
 } // namespace
@@ -102,6 +104,8 @@ void print_usage(const char* prog)
         "      --timeout SEC      give up waiting for the peer after SEC s (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
         "      --counters         print datapath and transport counters at exit\n"
+        "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000)\n"
+        "      --max-timeouts N   consecutive RTOs of a path before the connection fails\n"
         "  -h, --help\n",
         prog, dpdk::k_max_planes);
 }
@@ -127,6 +131,8 @@ std::optional<options> parse_options(int argc, char** argv)
         {"timeout", required_argument, nullptr, opt_timeout},
         {"udp-csum", no_argument, nullptr, opt_udp_csum},
         {"counters", no_argument, nullptr, opt_counters},
+        {"min-rto-us", required_argument, nullptr, opt_min_rto},
+        {"max-timeouts", required_argument, nullptr, opt_max_timeouts},
         {nullptr, 0, nullptr, 0},
     };
     options o;
@@ -192,6 +198,10 @@ std::optional<options> parse_options(int argc, char** argv)
         case opt_timeout: o.timeout_s = uint32_t(parse_uint("--timeout", optarg, 1, 3600)); break;
         case opt_udp_csum: o.udp_csum_sw = true; break;
         case opt_counters: o.show_counters = true; break;
+        case opt_min_rto: o.min_rto_us = uint32_t(parse_uint("--min-rto-us", optarg, 1, 1000000)); break;
+        case opt_max_timeouts:
+            o.max_timeouts = uint32_t(parse_uint("--max-timeouts", optarg, 1, 1000));
+            break;
         case 'h': print_usage(argv[0]); return std::nullopt;
         case ':':
             throw std::invalid_argument(std::string("option ") + argv[optind - 1] +

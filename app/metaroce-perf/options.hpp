@@ -29,7 +29,9 @@ struct options {
     bool raw = false;              // --raw: frames without the transport (baseline)
     uint32_t timeout_s = 30;       // give up waiting for the peer
     bool udp_csum_sw = false;
-    bool show_counters = false;    // --counters: datapath and transport counters at exit
+    bool show_counters = false;
+    uint32_t min_rto_us = 0;       // 0: the core's default
+    uint32_t max_timeouts = 0;     // 0: the core's default    // --counters: datapath and transport counters at exit
     bool is_bw() const noexcept
     {
         return test == test_kind::write_bw || test == test_kind::send_bw ||
