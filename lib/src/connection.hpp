@@ -46,6 +46,7 @@ struct path_tx {
     uint64_t rto_deadline = k_no_deadline;
     uint64_t tlp_deadline = k_no_deadline; // tail-loss probe, once per quiet spell
     uint32_t timeouts = 0;            // consecutive, reset by progress
+    uint64_t silent_since = 0;        // time of the first timeout of the current streak
     uint32_t epoch = 0;               // bumps on every reroute
     uint16_t udp_sport = 0;
     uint8_t plane = 0;

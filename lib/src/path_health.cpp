@@ -63,7 +63,12 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
     const transport_config& t = cfg.transport;
     path_tx& p = c.ptx[i];
     ++stats.timeouts;
-    if (++p.timeouts > t.max_timeouts) {
+    if (p.timeouts == 0) {
+        p.silent_since = now;
+    }
+    // Both a count and a time: a peer descheduled for a few milliseconds on a busy host
+    // must not look dead, a dead one must not keep the application waiting for ever.
+    if (++p.timeouts > t.max_timeouts && now - p.silent_since >= t.fail_silence_ns) {
         enter_error(c, wc_status::retry_exc_err);
         return false;
     }

@@ -33,7 +33,8 @@ struct transport_config {
     uint64_t initial_rtt_ns = 20'000;
     uint64_t min_rto_ns = 100'000;
     uint64_t max_rto_ns = 20'000'000;
-    uint32_t max_timeouts = 12;     // consecutive RTOs of one path before the connection fails
+    uint32_t max_timeouts = 12;     // consecutive RTOs of one path before the connection fails...
+    uint64_t fail_silence_ns = 100'000'000; // ...and only once the path has been silent this long
     uint32_t max_backoff_shift = 3; // RTO doubles per consecutive timeout, at most 8x
     uint32_t reroute_after = 1;     // RTOs before a path takes a new UDP source port
     uint32_t replane_after = 2;     // RTOs before a path moves to the next plane
