@@ -225,6 +225,8 @@ struct connection {
     uint32_t ctrl_retries = 0;
     uint64_t ack_deadline = k_no_deadline;
     uint64_t rnr_deadline = k_no_deadline;
+    uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
+    bool pace_wait = false;           // new data is waiting for pace_next
 
     bool in_ready = false;
     bool cq_blocked = false;

@@ -42,10 +42,11 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) c
 {
     c.rate_hint_mbps = s.rate_hint_mbps;
     if (s.rate_hint_mbps != 0 && s.min_rtt_ns != 0 && s.packet_bytes != 0) {
-        // The receiver's share as a window: rate x base RTT, with a quarter of headroom,
-        // so the senders together keep at most a fraction of a BDP at the last hop.
+        // The receiver's share as a window: rate x base RTT with half again of headroom.
+        // Pacing at the share (spec 6.5) sets the rate; the window only bounds what a
+        // sender can have in flight if its pacing runs ahead of the ACKs.
         const double bytes = double(s.rate_hint_mbps) * 1e6 / 8 * double(s.min_rtt_ns) * 1e-9;
-        c.hint_cwnd = std::max(1.0, 1.25 * bytes / double(s.packet_bytes));
+        c.hint_cwnd = std::max(1.0, 1.5 * bytes / double(s.packet_bytes));
     } else {
         c.hint_cwnd = 0;
     }
@@ -65,6 +66,15 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) c
     if (s.now_ns >= p.round_end_ns) {
         end_round(p, p.round_ce > 0, cfg_.ecn_gain, cfg_.additive_increase, cfg_.path_cwnd_min,
                   cfg_.path_cwnd_max, s.now_ns, s.srtt_ns);
+    }
+    if (c.slow_start) {
+        // Start small and double per RTT until the first mark: a many-to-one burst stays
+        // small before the receiver's first hints arrive, a lone flow still gets up fast.
+        if (s.ce_pkts > 0) {
+            c.slow_start = false;
+        } else {
+            c.cwnd = std::min(cfg_.conn_cwnd_max, c.cwnd + s.newly_acked);
+        }
     }
     if (s.now_ns >= c.round_end_ns) {
         // A mark trims only its path; the connection window shrinks when most of its

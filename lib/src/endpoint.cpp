@@ -149,7 +149,8 @@ bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
 
 void endpoint::impl::recompute_timer(connection& c) noexcept
 {
-    uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline});
+    uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline,
+                           c.pace_wait ? c.pace_next : k_no_deadline});
     for (const path_tx& p : c.ptx) {
         d = std::min({d, p.rto_deadline, p.tlp_deadline});
     }
@@ -170,6 +171,10 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     }
     if (c.rnr_deadline <= now) {
         rnr_timer(c, now);
+    }
+    if (c.pace_wait && c.pace_next <= now) {
+        c.pace_wait = false;
+        mark_ready(c);
     }
     if (c.state == conn_state::established) {
         path_timeouts(c, now);
@@ -308,9 +313,10 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
             continue;
         }
         c->in_ready = false;
-        if (e.produce(*c, now, f)) {
+        const bool sent = e.produce(*c, now, f);
+        e.recompute_timer(*c); // sending arms RTOs; being paced arms the pacing wake-up
+        if (sent) {
             e.mark_ready(*c); // round robin: come back for more after the others
-            e.recompute_timer(*c);
             ++e.stats.tx_packets;
             e.stats.tx_bytes += f.len;
             return true;

@@ -101,6 +101,10 @@ int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
         return -1;
     }
+    if (c.cc.rate_hint_mbps != 0 && now < c.pace_next) {
+        c.pace_wait = true; // spec 6.5: the hint also paces; the timer wakes us
+        return -1;
+    }
     int fallback = -1;
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
@@ -182,6 +186,11 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     f.len = hdr + r.len;
     fill_frame_route(c, p.plane, p.udp_sport, f);
+    if (!retx && c.cc.rate_hint_mbps != 0) {
+        // Space new packets at the receiver's share (wire bytes incl. Ethernet/IP/UDP).
+        const uint64_t gap = (uint64_t(f.len) + 66) * 8000 / c.cc.rate_hint_mbps;
+        c.pace_next = std::max(c.pace_next, now) + gap;
+    }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     ++p.tx_packets;

@@ -12,7 +12,7 @@ struct cc_config {
     double path_cwnd_init = 8;      // packets
     double path_cwnd_min = 1;
     double path_cwnd_max = wire::k_sack_bits; // never more than the SACK window
-    double conn_cwnd_init = 128;    // packets, across all paths
+    double conn_cwnd_init = 16;     // packets, across all paths; doubles per RTT until a mark
     double conn_cwnd_min = 2;
     double conn_cwnd_max = 4096;
     double additive_increase = 1;   // packets per RTT, per path

@@ -27,6 +27,7 @@ struct conn_cc_state {
     uint64_t round_end_ns = 0;
     uint32_t rate_hint_mbps = 0; // last hint from the receiver (0 = none)
     double hint_cwnd = 0;        // the hint as a window in packets (0 = none)
+    bool slow_start = true;      // doubling per RTT until the first mark
     uint32_t round_id = 0;
     uint32_t round_paths = 0;        // paths that reported in this round
     uint32_t round_marked_paths = 0; // ... and saw at least one mark
