@@ -2,13 +2,24 @@
 # Two metaroce apps over net_memif (--no-huge). Node A runs the prompt from a
 # script; node B only serves. MODE prompt: commands in, expected lines out.
 # MODE telemetry: dpdk-telemetry.py reads our /metaroce/... endpoints from A.
-#   app_pair.sh METAROCE_BINARY CONFIG_DIR prompt|telemetry
+# MODE failover: two planes; `set plane 1 down` during a running write_bw moves every
+# path to plane 0 and the engine keeps moving data; `set plane 1 up` brings them back.
+#   app_pair.sh METAROCE_BINARY CONFIG_DIR prompt|telemetry|failover
 set -u
 app=$1; cfg=$2; mode=$3
 dir=$(mktemp -d /tmp/metaroce-app.XXXXXX)
 eal=(--no-pci --no-huge -m 256 --log-level='*:warning')
 pa=it-app-a-$$; pb=it-app-b-$$
 vdev=net_memif0,socket=$dir/m.sock,socket-abstract=no,bsize=8192
+vdevs=(--vdev=$vdev)
+cfg_a=$cfg/node-a.json; cfg_b=$cfg/node-b.json
+if [ "$mode" = failover ]; then
+  vdevs+=(--vdev=net_memif1,socket=$dir/m1.sock,socket-abstract=no,bsize=8192)
+  # The example configs with a second port: one memif link per plane.
+  sed 's/"ports": \[0\]/"ports": [0, 1]/' "$cfg/node-a.json" > "$dir/a.json"
+  sed 's/"ports": \[0\]/"ports": [0, 1]/' "$cfg/node-b.json" > "$dir/b.json"
+  cfg_a=$dir/a.json; cfg_b=$dir/b.json
+fi
 fail=0
 expect() { grep -qF -- "$1" "$dir/a.log" || { echo "MISSING: $1"; fail=1; }; }
 
@@ -16,7 +27,29 @@ telemetry() {
   echo "$1" | timeout 10 dpdk-telemetry.py -f "$pa" 2>&1
 }
 
+failover_script() {
+  sleep 2
+  echo "connect 10.0.0.2"
+  echo "set fwd write_bw"
+  echo "start"
+  sleep 1
+  echo "show planes"
+  echo "show port stats all"
+  echo "set plane 1 down"
+  sleep 1.5
+  local id
+  id=$(grep -o 'connection [0-9]* to' "$dir/a.log" | head -1 | awk '{print $2}')
+  echo "show path ${id:-0}"
+  echo "show port stats all"
+  echo "set plane 1 up"
+  sleep 1
+  echo "show path ${id:-0}"
+  echo "stop"
+  echo "quit"
+}
+
 {
+  if [ "$mode" = failover ]; then failover_script; exit 0; fi
   sleep 2
   echo "help"
   echo "show planes"
@@ -48,11 +81,11 @@ telemetry() {
   echo "clear stats"
   echo "quit"
 } | timeout 40 "$app" -l 0,1 --main-lcore 1 "${eal[@]}" --file-prefix=$pa \
-      --vdev=$vdev,role=server -- --config "$cfg/node-a.json" -i >"$dir/a.log" 2>&1 &
+      $(printf -- '%s,role=server ' "${vdevs[@]}") -- --config "$cfg_a" -i >"$dir/a.log" 2>&1 &
 apid=$!
 sleep 0.7
 timeout 30 "$app" -l 0,1 --main-lcore 0 "${eal[@]}" --file-prefix=$pb \
-  --vdev=$vdev,role=client -- --config "$cfg/node-b.json" </dev/null >"$dir/b.log" 2>&1 &
+  $(printf -- '%s,role=client ' "${vdevs[@]}") -- --config "$cfg_b" </dev/null >"$dir/b.log" 2>&1 &
 bpid=$!
 wait $apid; arc=$?
 kill -TERM $bpid 2>/dev/null; wait $bpid
@@ -74,6 +107,23 @@ prompt)
   expect "plane 0 is now administratively down"
   expect "Statistics cleared"
   if grep -q "Engine write_bw: 0 messages" "$dir/a.log"; then echo "write_bw moved nothing"; fail=1; fi
+  ;;
+failover)
+  expect "plane 1 is now administratively down"
+  expect "plane 1 is now administratively up"
+  # Path tables (rows: path plane sport state ...) after down, then after up.
+  awk '/^path +plane/ {t++; next} t && /^[0-9]+ +[0-9]+ / {print t, $2}' "$dir/a.log" > "$dir/paths.txt"
+  down_rows=$(awk '$1 == 1' "$dir/paths.txt" | wc -l)
+  down_on1=$(awk '$1 == 1 && $2 == 1' "$dir/paths.txt" | wc -l)
+  up_on1=$(awk '$1 == 2 && $2 == 1' "$dir/paths.txt" | wc -l)
+  echo "paths listed while plane 1 down: $down_rows, on plane 1: $down_on1; after up on plane 1: $up_on1"
+  [ "$down_rows" -gt 0 ] && [ "$down_on1" -eq 0 ] || { echo "paths stayed on the downed plane"; fail=1; }
+  [ "$up_on1" -gt 0 ] || { echo "no path came back to plane 1"; fail=1; }
+  # Port 0 kept sending while plane 1 was down (TX-packets grew between the snapshots).
+  tx=($(awk '/NIC statistics for port 0/ {p=1} p && /TX-packets:/ {print $2; p=0}' "$dir/a.log"))
+  echo "port 0 TX-packets before/after the failover: ${tx[*]:-none}"
+  [ "${#tx[@]}" -ge 2 ] && [ "${tx[1]}" -gt "${tx[0]}" ] || { echo "no traffic after plane 1 went down"; fail=1; }
+  grep -Eq "Engine write_bw: [1-9][0-9]* messages.*, 0 errors" "$dir/a.log" || { echo "write_bw failed or moved nothing"; fail=1; }
   ;;
 telemetry)
   for f in stats planes conns paths; do echo "=== /metaroce/$f"; cat "$dir/t_$f.txt"; done
