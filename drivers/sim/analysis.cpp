@@ -121,8 +121,9 @@ void jain_and_convergence(const scenario& s, const goodput_meter& m, sim_result&
         t0 = t;
     }
     if (t0) {
-        const double start_ns = double(*t0 * m.bin()) - double(r.work.first_post);
-        r.convergence_rtts = std::max(0.0, start_ns) / (r.base_rtt_us * 1e3);
+        // sim_time is in picoseconds, like the bins.
+        const double start_ps = double(*t0 * m.bin()) - double(r.work.first_post);
+        r.convergence_rtts = std::max(0.0, start_ps) / (r.base_rtt_us * 1e6);
     }
 }
 
