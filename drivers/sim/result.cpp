@@ -49,6 +49,11 @@ void accumulate(counters& into, const counters& c) noexcept
     into.retransmits += c.retransmits;
     into.timeouts += c.timeouts;
     into.reroutes += c.reroutes;
+    into.tail_probes += c.tail_probes;
+    into.probes_sent += c.probes_sent;
+    into.probe_acks += c.probe_acks;
+    into.plane_downs += c.plane_downs;
+    into.plane_ups += c.plane_ups;
     into.rx_ce += c.rx_ce;
     into.rx_duplicates += c.rx_duplicates;
     into.rx_beyond_window += c.rx_beyond_window;
@@ -188,6 +193,11 @@ nlohmann::ordered_json to_json(const sim_result& r)
                       {"rx_invalid", h.rx_invalid},
                       {"rx_access_errors", h.rx_access_errors},
                       {"rx_malformed", h.rx_malformed_total()},
+                      {"tail_probes", h.tail_probes},
+                      {"probes_sent", h.probes_sent},
+                      {"probe_acks", h.probe_acks},
+                      {"plane_downs", h.plane_downs},
+                      {"plane_ups", h.plane_ups},
                       {"conn_errors", h.conn_errors}};
     j["virtual_time_us"] = round3(r.virtual_time_us);
     j["events"] = r.events;
