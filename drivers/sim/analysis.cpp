@@ -14,7 +14,7 @@ namespace {
 
 constexpr double k_band = 0.10;          // "within 10 % of the fair share"
 constexpr double k_window_packets = 20;  // a window carries >= this many fair-share packets
-constexpr uint64_t k_recovery_avg_ns = 50'000;
+constexpr uint64_t k_recovery_avg_ns = 200'000; // goodput counts whole messages: average over several
 constexpr uint64_t k_settle_ns = 1'000'000; // after_gbps starts 1 ms after the fault
 
 std::set<uint32_t> data_sources(const scenario& s)
@@ -188,7 +188,12 @@ void recovery(const scenario& s, const goodput_meter& m, sim_result& r)
     const uint64_t bin_ns = m.bin() / k_ps_per_ns;
     const auto& t = m.total();
     const size_t fb = size_t(e->at_ns / bin_ns);
-    const size_t end = std::min(t.size(), size_t(r.work.last_completion / m.bin()));
+    // Judge recovery while every sender still has data: once the first one finishes, the
+    // offered load itself falls and says nothing about the fabric.
+    size_t end = std::min(t.size(), size_t(r.work.last_completion / m.bin()));
+    for (uint32_t src : data_sources(s)) {
+        end = std::min(end, last_bin(m.source(src)));
+    }
     if (fb == 0 || fb >= end) {
         return;
     }

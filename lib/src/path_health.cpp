@@ -112,13 +112,23 @@ void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
             continue;
         }
         connection& c = *cp;
+        // Spread the displaced paths over all usable planes, not onto the next one only:
+        // one plane taking a dead plane's whole load would become the bottleneck.
+        uint8_t usable[32];
+        uint32_t n = 0;
+        for (uint32_t pl = 0; pl < c.planes && n < 32; ++pl) {
+            if (plane_usable(uint8_t(pl))) {
+                usable[n++] = uint8_t(pl);
+            }
+        }
         bool moved = false;
+        uint32_t displaced = 0;
         for (uint32_t i = 0; i < c.ptx.size(); ++i) {
             path_tx& p = c.ptx[i];
             if (p.plane != plane) {
                 continue;
             }
-            reroute(c, i, pick_plane(c, p.plane, true));
+            reroute(c, i, n == 0 ? p.plane : usable[(displaced++ + c.id) % n]);
             // What was on the dead plane is gone: resend it on the new one right away.
             requeue_in_flight(c, i);
             if (p.inflight > 0) {

@@ -285,7 +285,7 @@ def failure_experiment(run, quick):
     plt.close(fig)
     lines = ["## 4. Plane failure", "",
              "8 pairs, 4 connections each, plane 1 fails at 300 us and stays down. Recovery: first time "
-             "after which the 50 us moving average stays >= (P-1)/P of the goodput before the fault "
+             "after which the 200 us moving average (goodput counts whole 1 MiB messages) stays >= (P-1)/P of the goodput before the fault "
              "(to the end of the transfer); 'after' averages from 1 ms after the fault.", "",
              "| planes | protocol | before Gb/s | target Gb/s | after Gb/s | dip Gb/s | recover (us) | conn errors | verified |",
              "|---|---|---|---|---|---|---|---|---|"]
