@@ -124,6 +124,8 @@ struct endpoint::impl {
     int pick_path(connection& c, uint64_t now) noexcept;
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
                            bool retx) noexcept;
+    bool send_new(connection& c, uint32_t path, detail::rec_kind kind, uint16_t slot, uint32_t msn,
+                  uint32_t offset, uint16_t len, uint64_t now, tx_frame& f) noexcept;
 
     // responder.cpp
     post_result post_recv(connection& c, uint16_t stream, const recv_wr& wr);

@@ -247,6 +247,30 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
     return false;
 }
 
+// Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
+bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
+                              uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
+                              tx_frame& f) noexcept
+{
+    path_tx& p = c.ptx[path];
+    const uint32_t psn = p.next_psn;
+    pkt_record& r = p.at(psn);
+    r = pkt_record{};
+    r.kind = kind;
+    r.slot = slot;
+    r.msn = msn;
+    r.offset = offset;
+    r.len = len;
+    if (!build_from_record(c, path, psn, now, f, false)) {
+        return false;
+    }
+    r.state = rec_state::in_flight;
+    ++p.next_psn;
+    ++p.inflight;
+    ++c.inflight;
+    return true;
+}
+
 bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     while (c.job_tx < c.job_count) {
@@ -260,23 +284,12 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
         if (path < 0) {
             return false;
         }
-        path_tx& p = c.ptx[path];
-        const uint32_t psn = p.next_psn;
-        pkt_record& r = p.at(psn);
-        r = pkt_record{};
-        r.kind = rec_kind::read_resp;
-        r.slot = uint16_t(ji);
-        r.msn = j.msn;
-        r.offset = j.next_offset;
-        r.len = uint16_t(std::min<uint32_t>(c.mtu, j.len - j.next_offset));
-        if (!build_from_record(c, uint32_t(path), psn, now, f, false)) {
+        const auto len = uint16_t(std::min<uint32_t>(c.mtu, j.len - j.next_offset));
+        if (!send_new(c, uint32_t(path), rec_kind::read_resp, uint16_t(ji), j.msn, j.next_offset, len,
+                      now, f)) {
             return false;
         }
-        r.state = rec_state::in_flight;
-        ++p.next_psn;
-        ++p.inflight;
-        ++c.inflight;
-        j.next_offset += r.len;
+        j.next_offset += len;
         if (j.next_offset >= j.len) {
             j.fully_sent = true;
             ++c.job_tx;
@@ -305,25 +318,14 @@ bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexc
         if (path < 0) {
             return false;
         }
-        path_tx& p = c.ptx[path];
-        const uint32_t psn = p.next_psn;
-        pkt_record& r = p.at(psn);
-        r = pkt_record{};
-        r.kind = rec_kind::request;
-        r.slot = uint16_t(si);
-        r.msn = s.msn;
-        r.offset = s.next_offset;
-        r.len = s.op == wire::opcode::read_req
-                    ? 0
-                    : uint16_t(std::min<uint32_t>(c.mtu, s.wr.local.length - s.next_offset));
-        if (!build_from_record(c, uint32_t(path), psn, now, f, false)) {
+        const auto len = s.op == wire::opcode::read_req
+                             ? uint16_t(0)
+                             : uint16_t(std::min<uint32_t>(c.mtu, s.wr.local.length - s.next_offset));
+        if (!send_new(c, uint32_t(path), rec_kind::request, uint16_t(si), s.msn, s.next_offset, len,
+                      now, f)) {
             return false;
         }
-        r.state = rec_state::in_flight;
-        ++p.next_psn;
-        ++p.inflight;
-        ++c.inflight;
-        s.next_offset += r.len;
+        s.next_offset += len;
         if (s.op == wire::opcode::read_req || s.next_offset >= s.wr.local.length) {
             s.fully_sent = true;
             ++c.tx_msn;
