@@ -217,3 +217,36 @@ TEST_CASE("a lone sender gets no hint", "[health][hint]")
     }
     CHECK(acks > 0);
 }
+
+TEST_CASE("an ECN mark trims only the path that saw it", "[health][cc]")
+{
+    transport_config t;
+    t.paths = 4;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    // Every data packet on path 1 arrives CE-marked; the other paths are clear.
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_data(p) && p.view().path == 1) {
+            p.meta.ce = true;
+        }
+        return false;
+    };
+    buffer src(h.a(), 4 << 20, k_all_access, 2);
+    buffer dst(h.b(), 4 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    const auto info = *h.a().inspect(c);
+    const double init = t.cc.path_cwnd_init;
+    CHECK(info.path[1].cwnd < init);          // trimmed
+    CHECK(info.path[1].acked_ce > 0);
+    for (uint32_t i : {0u, 2u, 3u}) {
+        INFO("path " << i);
+        CHECK(info.path[i].acked_ce == 0);
+        CHECK(info.path[i].cwnd > init);      // grew, untouched by path 1's marks
+    }
+    // Most packets went where there was room: the marked path carried the fewest.
+    for (uint32_t i : {0u, 2u, 3u}) {
+        CHECK(info.path[1].tx_packets < info.path[i].tx_packets);
+    }
+}
