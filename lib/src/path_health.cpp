@@ -75,7 +75,12 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
     if (p.plane < plane_tab.size()) {
         plane_health& ph = plane_tab[p.plane];
         ++ph.timeouts;
-        if (++ph.timeouts_since_progress >= t.plane_down_after && ph.detected_up && c.planes > 1) {
+        bool other_usable = false;
+        for (uint8_t pl = 0; pl < plane_tab.size(); ++pl) {
+            other_usable = other_usable || (pl != p.plane && plane_usable(pl));
+        }
+        // Never the last usable plane: silence on every plane says the peer, not a plane, is gone.
+        if (++ph.timeouts_since_progress >= t.plane_down_after && ph.detected_up && other_usable) {
             // Several paths timed out on this plane and nothing on it made progress since:
             // take the whole plane out, for every connection, without waiting for each path.
             const uint8_t dead = p.plane;
