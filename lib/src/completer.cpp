@@ -148,7 +148,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     // RTT from the echoed timestamp (RFC 6298 smoothing).
     const uint32_t sample = uint32_t(now) - a.ts_echo.host();
-    if (newly > 0 && sample < (1u << 31)) {
+    const bool sampled = newly > 0 && sample < (1u << 31);
+    if (sampled) {
         const transport_config& t = cfg.transport;
         p.min_rtt_ns = p.min_rtt_ns == 0 ? sample : std::min<uint64_t>(p.min_rtt_ns, sample);
         c.min_rtt_ns = c.min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.min_rtt_ns, sample);
@@ -180,6 +181,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.newly_acked = newly;
         s.rx_pkts = rx;
         s.ce_pkts = ce;
+        s.rtt_ns = sampled ? sample : 0;
+        s.path_min_rtt_ns = p.min_rtt_ns;
         s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
         s.rate_hint_mbps = a.rate_hint_mbps.host();
         s.min_rtt_ns = c.min_rtt_ns;

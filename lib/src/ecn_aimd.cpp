@@ -38,8 +38,13 @@ void ecn_aimd::init(conn_cc_state& c) const
     c.cwnd = cfg_.conn_cwnd_init;
 }
 
-void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const
+void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) const
 {
+    ack_sample s = in;
+    if (cfg_.delay_mark_ns != 0 && s.rtt_ns != 0 && s.path_min_rtt_ns != 0 &&
+        s.rtt_ns > s.path_min_rtt_ns + cfg_.delay_mark_ns) {
+        s.ce_pkts = std::max<uint16_t>(s.ce_pkts, std::max<uint16_t>(s.rx_pkts, 1));
+    }
     c.rate_hint_mbps = s.rate_hint_mbps;
     if (s.rate_hint_mbps != 0 && s.min_rtt_ns != 0 && s.packet_bytes != 0) {
         // The receiver's share as a window: rate x base RTT with half again of headroom.

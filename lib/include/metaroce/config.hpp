@@ -18,6 +18,9 @@ struct cc_config {
     double additive_increase = 1;   // packets per RTT, per path
     double conn_additive_increase = 16; // packets per RTT, connection window
     double ecn_gain = 1.0 / 16;     // EWMA gain of the marked fraction (DCTCP's g)
+    // RTT growth as a congestion mark, for links that do not mark ECN (software links,
+    // NIC queues): a sample this far above the path's smallest counts as marked.
+    uint64_t delay_mark_ns = 100'000;
 };
 
 struct transport_config {

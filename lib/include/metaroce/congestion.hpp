@@ -39,6 +39,8 @@ struct ack_sample {
     uint16_t rx_pkts = 0;       // receiver's count since its previous ACK
     uint16_t ce_pkts = 0;
     uint64_t srtt_ns = 0;       // path's smoothed RTT after this sample
+    uint64_t rtt_ns = 0;        // this ACK's RTT sample (0 = none)
+    uint64_t path_min_rtt_ns = 0;
     uint32_t rate_hint_mbps = 0;
     uint64_t min_rtt_ns = 0;    // connection's smallest RTT sample (0 = none yet)
     uint32_t packet_bytes = 0;  // payload per packet (mtu)
