@@ -1,5 +1,6 @@
 #include "dpdk/node.hpp"
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mempool.h>
 
@@ -61,6 +62,21 @@ node::node(const node_params& p)
 node::~node()
 {
     worker_.reset();
+    // Let a peer that is going away disconnect first: memif's interrupt thread handles a
+    // peer's disconnect by touching the queues, and closing the port under it crashed the
+    // process at exit. Wait (bounded) for the links to drop, then a moment more.
+    const uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * 3 / 10;
+    bool any_up = true;
+    while (any_up && rte_get_timer_cycles() < deadline) {
+        any_up = false;
+        for (const auto& c : caps_) {
+            any_up = any_up || port_link_up(c.port_id);
+        }
+        if (any_up) {
+            rte_delay_ms(5);
+        }
+    }
+    rte_delay_ms(20);
     for (const auto& c : caps_) {
         stop_port(c.port_id);
     }
