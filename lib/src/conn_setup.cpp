@@ -221,7 +221,7 @@ void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint
     const uint32_t src_conn = p.close->src_conn.host();
     connection* c = find(p.dst_conn);
     if (c != nullptr && c->peer_addr == m.src_addr && c->peer_conn == src_conn) {
-        flush(*c, wc_status::wr_flush_err);
+        flush(*c);
         c->state = conn_state::closed;
         push_event(conn_event::kind::closed, *c);
         free_conn(*c);
@@ -332,9 +332,9 @@ void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     mark_ready(c);
 }
 
-// Completes every outstanding work request: `first` for the oldest of each
-// stream that had already failed, wr_flush_err for the rest (verbs semantics).
-void endpoint::impl::flush(connection& c, wc_status first) noexcept
+// Completes every outstanding work request: a request that already failed keeps its
+// status, the rest get wr_flush_err (verbs semantics).
+void endpoint::impl::flush(connection& c) noexcept
 {
     // Per stream, in order: once a message did not land (or failed), later ones
     // flush too even if they were delivered, since their success would claim it had.
@@ -349,7 +349,6 @@ void endpoint::impl::flush(connection& c, wc_status first) noexcept
             broken = broken || s.status != wc_status::success;
         }
     }
-    (void)first;
     for (uint16_t st = 0; st < c.streams.size(); ++st) {
         try_complete(c, st);
         stream_state& ss = c.streams[st];
@@ -392,13 +391,13 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
     c.hello_pending = false;
     c.ctrl_deadline = k_no_deadline;
     ++stats.conn_errors;
-    flush(c, first);
+    flush(c);
     push_event(conn_event::kind::error, c);
 }
 
 void endpoint::impl::free_conn(connection& c) noexcept
 {
-    const uint32_t idx = (c.id & 0xffffu) - 1;
+    const uint32_t idx = slot_of(c.id);
     if (c.peer_conn != k_no_conn) {
         const auto it = by_peer.find(peer_key(c.peer_addr, c.peer_conn));
         if (it != by_peer.end() && it->second == c.id) {

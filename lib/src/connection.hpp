@@ -167,6 +167,21 @@ struct nak_entry {
     wire::nak_header hdr{};
 };
 
+// Connection ids carry their table slot + 1 in the low 16 bits (a generation above).
+inline uint32_t slot_of(conn_id id) noexcept { return (id & 0xffffu) - 1; }
+
+// What a failed local memory check means to post_send/post_recv.
+inline post_result to_post_result(mr_check c) noexcept
+{
+    switch (c) {
+    case mr_check::ok: return post_result::ok;
+    case mr_check::bad_key: return post_result::bad_lkey;
+    case mr_check::access_denied: return post_result::bad_access;
+    case mr_check::out_of_bounds: return post_result::out_of_bounds;
+    }
+    return post_result::bad_lkey;
+}
+
 struct connection;
 void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept;
 // Marks every packet of a path that is on the wire as lost and queues it for resending.

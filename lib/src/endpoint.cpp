@@ -12,7 +12,6 @@ namespace {
 constexpr uint32_t k_reply_queue = 1024;
 constexpr uint32_t k_event_queue = 4096;
 
-uint32_t index_of(conn_id id) noexcept { return (id & 0xffffu) - 1; }
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
@@ -41,7 +40,7 @@ uint64_t endpoint::impl::random64() noexcept
 
 connection* endpoint::impl::find(conn_id id) noexcept
 {
-    const uint32_t i = index_of(id);
+    const uint32_t i = slot_of(id);
     if (i >= conns.size() || !conns[i] || conns[i]->id != id) {
         return nullptr;
     }
@@ -51,7 +50,7 @@ connection* endpoint::impl::find(conn_id id) noexcept
 void endpoint::impl::mark_ready(connection& c) noexcept
 {
     if (!c.in_ready) {
-        c.in_ready = ready.push(index_of(c.id));
+        c.in_ready = ready.push(slot_of(c.id));
     }
 }
 
@@ -376,7 +375,7 @@ void endpoint::close(conn_id id, uint64_t now)
     }
     if (c->state == conn_state::connecting || c->state == conn_state::closed) {
         c->state = conn_state::closed;
-        e.flush(*c, wc_status::wr_flush_err);
+        e.flush(*c);
         e.push_event(conn_event::kind::closed, *c);
         e.free_conn(*c);
         return;
@@ -384,7 +383,7 @@ void endpoint::close(conn_id id, uint64_t now)
     if (c->state == conn_state::closing) {
         return;
     }
-    e.flush(*c, wc_status::wr_flush_err);
+    e.flush(*c);
     c->state = conn_state::closing;
     c->close_pending = true;
     c->ctrl_retries = 0;

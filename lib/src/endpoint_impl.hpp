@@ -99,7 +99,7 @@ struct endpoint::impl {
     bool produce_reply(uint64_t now, tx_frame& f) noexcept;
     void ctrl_timer(connection& c, uint64_t now) noexcept;
     void enter_error(connection& c, wc_status first) noexcept;
-    void flush(connection& c, wc_status first) noexcept;
+    void flush(connection& c) noexcept;
     void free_conn(connection& c) noexcept;
     uint16_t path_entropy(const connection& c, uint32_t path, uint32_t epoch) const noexcept;
 

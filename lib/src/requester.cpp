@@ -24,17 +24,6 @@ wire::opcode wire_op(wr_opcode op) noexcept
     return wire::opcode::write;
 }
 
-post_result from_check(mr_check c) noexcept
-{
-    switch (c) {
-    case mr_check::ok: return post_result::ok;
-    case mr_check::bad_key: return post_result::bad_lkey;
-    case mr_check::access_denied: return post_result::bad_access;
-    case mr_check::out_of_bounds: return post_result::out_of_bounds;
-    }
-    return post_result::bad_lkey;
-}
-
 uint32_t packets_for(uint32_t len, uint32_t mtu) noexcept
 {
     return len == 0 ? 1 : (len + mtu - 1) / mtu;
@@ -58,7 +47,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
                                         is_read ? access::local_write : 0, &local);
     if (mc != mr_check::ok) {
-        return from_check(mc);
+        return to_post_result(mc);
     }
     send_slot& s = c.sq[c.next_msn % c.sq.size()];
     if (s.in_use) {

@@ -69,11 +69,8 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     uint8_t* host = nullptr;
     const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
                                         access::local_write, &host);
-    switch (mc) {
-    case mr_check::ok: break;
-    case mr_check::bad_key: return post_result::bad_lkey;
-    case mr_check::access_denied: return post_result::bad_access;
-    case mr_check::out_of_bounds: return post_result::out_of_bounds;
+    if (mc != mr_check::ok) {
+        return to_post_result(mc);
     }
     posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
     r.wr_id = wr.wr_id;
@@ -221,7 +218,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         if (o.v == verdict::drop) {
             ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
         }
-        rates.on_packet((c.id & 0xffffu) - 1, uint32_t(p.payload.size()), m.ce, now);
+        rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now);
         const uint32_t before = r.win.expected();
         r.win.record(p.psn);
         r.bytes_since_ack += uint32_t(p.payload.size());
@@ -366,7 +363,7 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     b.psn = r.win.expected();
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
-    a.rate_hint_mbps = wire::be32_t::from_host(rates.hint_mbps((c.id & 0xffffu) - 1));
+    a.rate_hint_mbps = wire::be32_t::from_host(rates.hint_mbps(slot_of(c.id)));
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
     r.win.to_wire(a.sack);
