@@ -115,6 +115,7 @@ parse_result parse(std::span<const uint8_t> bytes) noexcept
         case opcode::close_ack: v.close = reinterpret_cast<const close_header*>(p); break;
         case opcode::probe:
         case opcode::probe_ack: v.probe = reinterpret_cast<const probe_header*>(p); break;
+        case opcode::cookie: v.cookie = reinterpret_cast<const cookie_header*>(p); break;
         default: break;
         }
         return r;
@@ -220,6 +221,10 @@ size_t build_close(std::span<uint8_t> out, const bth_fields& b, const close_head
 size_t build_probe(std::span<uint8_t> out, const bth_fields& b, const probe_header& p) noexcept
 {
     return build_fixed(out, b, p);
+}
+size_t build_cookie(std::span<uint8_t> out, const bth_fields& b, const cookie_header& c) noexcept
+{
+    return build_fixed(out, b, c);
 }
 
 } // namespace metaroce::wire

@@ -2,6 +2,7 @@
 // per-path ordering, RTT and RTO, congestion control, and send completions in
 // stream order (spec 5.3, 5.5, 5.6, 6).
 #include <algorithm>
+#include <cstring>
 
 #include "endpoint_impl.hpp"
 #include "metaroce/seq.hpp"
@@ -28,6 +29,47 @@ wc_opcode wc_op(wire::opcode op) noexcept
 }
 
 } // namespace
+
+// A READ response packet at the requester (spec 8.3): checked against the READ it
+// answers, placed at its offset in the local buffer (looked up by lkey each time, so a
+// deregistered buffer is never written) and counted by offset, not by bytes.
+// Returns false for a packet that answers nothing outstanding (dropped, acknowledged).
+bool endpoint::impl::land_read_resp(connection& c, const wire::packet_view& p) noexcept
+{
+    send_slot& s = c.sq[p.msn % c.sq.size()];
+    if (!s.in_use || s.msn != p.msn || s.op != wire::opcode::read_req || s.done || s.resp_complete ||
+        p.msg_len != s.wr.local.length) {
+        return false;
+    }
+    if (!packet_shape_ok(p.msg_len, c.mtu, p.offset, p.payload.size())) {
+        ++stats.rx_bad_shape;
+        return false;
+    }
+    uint8_t* to = nullptr;
+    const auto len = uint32_t(p.payload.size());
+    if (mrs.check_local(s.wr.local.lkey, s.wr.local.addr + p.offset, len, access::local_write, &to) !=
+        mr_check::ok) {
+        s.status = wc_status::loc_prot_err;
+        s.done = true;
+        enter_error(c, wc_status::wr_flush_err);
+        return false;
+    }
+    if (len > 0) {
+        std::memcpy(to, p.payload.data(), len);
+    }
+    stats.rx_payload_bytes += len;
+    bool corrupt = false;
+    if (cover(s.resp, coverage_key, p.offset, p.msg_len, c.mtu, corrupt)) {
+        s.resp_complete = true;
+        on_read_resp_landed(c, s);
+    } else if (corrupt) {
+        ++stats.rx_bad_shape; // as many packets as the READ has, but not every offset
+        s.status = wc_status::rem_inv_req_err;
+        s.done = true;
+        enter_error(c, wc_status::wr_flush_err);
+    }
+    return true;
+}
 
 void endpoint::impl::on_read_resp_landed(connection& c, send_slot& s) noexcept
 {
@@ -165,7 +207,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         p.rto_ns = std::clamp<uint64_t>(p.srtt_ns + 4 * p.rttvar_ns, t.min_rto_ns, t.max_rto_ns);
     }
     const uint16_t rx = a.rx_pkts.host();
-    const uint16_t ce = a.ce_pkts.host();
+    // A peer cannot mark more packets than it received (that would pin alpha and the
+    // window at their minimum).
+    const uint16_t ce = std::min(a.ce_pkts.host(), rx);
     p.acked_rx += rx;
     p.acked_ce += ce;
     if (newly > 0) {
@@ -185,6 +229,10 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.path_min_rtt_ns = p.min_rtt_ns;
         s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
         s.rate_hint_mbps = a.rate_hint_mbps.host();
+        if (s.rate_hint_mbps != 0 && s.rate_hint_mbps < cfg.transport.cc.min_rate_hint_mbps) {
+            s.rate_hint_mbps = cfg.transport.cc.min_rate_hint_mbps; // spec 6.5: a floor
+            ++stats.rx_hint_floored;
+        }
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
@@ -200,6 +248,17 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         return;
     }
     ++stats.rx_naks;
+    const wire::nak_header& n = *pk.nak;
+    send_slot& rd = c.sq[n.msn.host() % c.sq.size()];
+    if (n.reason != wire::nak_reason::rnr && rd.in_use && rd.msn == n.msn.host() &&
+        rd.op == wire::opcode::read_req && !rd.done && rd.pkts_acked == rd.pkts_total) {
+        // spec 8.5: the responder acknowledged this READ but can no longer serve it.
+        rd.status = n.reason == wire::nak_reason::invalid_request ? wc_status::rem_inv_req_err
+                                                                   : wc_status::rem_access_err;
+        rd.done = true;
+        enter_error(c, wc_status::wr_flush_err);
+        return;
+    }
     path_tx& p = c.ptx[pk.path];
     const uint32_t psn = pk.psn;
     if (seq_lt(psn, p.una) || !seq_lt(psn, p.next_psn)) {
@@ -207,9 +266,15 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         return;
     }
     pkt_record& r = p.at(psn);
-    const wire::nak_header& n = *pk.nak;
-    if (!outstanding(r.state) || r.msn != n.msn.host() || r.kind != rec_kind::request) {
+    if (!outstanding(r.state) || r.msn != n.msn.host()) {
         ++stats.rx_stale_ack;
+        return;
+    }
+    if (r.kind != rec_kind::request) {
+        // Our READ response was refused: the requester failed; so do we.
+        if (n.reason != wire::nak_reason::rnr) {
+            enter_error(c, wc_status::wr_flush_err);
+        }
         return;
     }
     send_slot& s = c.sq[r.slot];
@@ -237,6 +302,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
     case wire::nak_reason::rkey_invalid:
     case wire::nak_reason::access_denied:
     case wire::nak_reason::out_of_bounds: s.status = wc_status::rem_access_err; break;
+    case wire::nak_reason::remote_operation: s.status = wc_status::rem_op_err; break;
     default: s.status = wc_status::rem_inv_req_err; break;
     }
     s.done = true;

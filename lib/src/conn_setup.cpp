@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "endpoint_impl.hpp"
+#include "siphash.hpp"
 
 namespace metaroce {
 
@@ -24,8 +25,13 @@ wire::hello_header make_hello(const connection& c, const transport_config& t)
     h.max_msgs = wire::be16_t::from_host(c.max_msgs);
     h.planes = c.planes;
     h.rq_depth = wire::be16_t::from_host(t.rq_depth);
+    h.cookie = wire::be64_t::from_host(c.incoming ? 0 : c.cookie);
     return h;
 }
+
+// Cookies are valid for the time bucket they were made in and the one after (spec 7.7):
+// 2^30 ns, so between about 1.07 and 2.15 s.
+constexpr uint32_t k_cookie_bucket_shift = 30;
 
 // Takes the smaller of each side's limits (spec 7.2). Values of 0 are invalid.
 bool negotiate(connection& c, const wire::hello_header& h)
@@ -64,16 +70,22 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     }
     const uint32_t idx = free_slots.back();
     free_slots.pop_back();
-    if (++generation[idx] == 0) {
-        generation[idx] = 1;
-    }
+    // The high half of a connection id is random (never 0, never the slot's previous
+    // one), so ids cannot be predicted by a third party and a stale id misses its slot.
+    uint16_t gen;
+    do {
+        gen = uint16_t(random64());
+    } while (gen == 0 || gen == generation[idx]);
+    generation[idx] = gen;
     auto c = std::make_unique<connection>();
     const transport_config& t = cfg.transport;
-    c->id = (uint32_t(generation[idx]) << 16) | (idx + 1);
+    c->id = (uint32_t(gen) << 16) | (idx + 1);
     c->peer_addr = peer_addr;
     c->incoming = incoming;
     c->nonce = random64();
+    c->probe_token = uint32_t(random64());
     c->isn = uint32_t(random64());
+    c->last_rx = clock;
     c->paths = std::clamp<uint16_t>(t.paths, 1, wire::k_sack_bits);
     c->mtu = t.mtu;
     c->streams_n = std::max<uint16_t>(t.max_streams, 1);
@@ -124,10 +136,51 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.retx_paths = fixed_ring<uint16_t>(c.paths);
 }
 
+uint64_t endpoint::impl::make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce,
+                                     uint64_t bucket) const noexcept
+{
+    detail::siphash24 h(cookie_key[0], cookie_key[1]);
+    const uint64_t cookie = h.word(nonce).word(uint64_t(addr) << 32 | src_conn).word(bucket).finish();
+    return cookie != 0 ? cookie : 1; // 0 means "no cookie" on the wire
+}
+
+bool endpoint::impl::cookie_valid(uint32_t addr, const wire::hello_header& h, uint64_t now) const noexcept
+{
+    const uint64_t got = h.cookie.host();
+    const uint64_t bucket = now >> k_cookie_bucket_shift;
+    const uint32_t src_conn = h.src_conn.host();
+    const uint64_t nonce = h.nonce.host();
+    return got != 0 && (got == make_cookie(addr, src_conn, nonce, bucket) ||
+                        (bucket > 0 && got == make_cookie(addr, src_conn, nonce, bucket - 1)));
+}
+
+// spec 7.7: a CONNECT without a valid cookie gets a COOKIE and leaves no state behind;
+// only an initiator that received it (so owns its address) gets a connection.
 void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, uint64_t now)
 {
     const wire::hello_header& h = *p.hello;
     const uint32_t src_conn = h.src_conn.host();
+    if (!cfg.accept_incoming || src_conn == k_no_conn) {
+        ++stats.rx_invalid;
+        return;
+    }
+    if (!cookie_valid(m.src_addr, h, now)) {
+        if (h.cookie.host() != 0) {
+            ++stats.rx_bad_cookie;
+        }
+        ctrl_reply r;
+        r.op = wire::opcode::cookie;
+        r.dst_addr = m.src_addr;
+        r.dst_conn = src_conn;
+        r.plane = m.plane;
+        r.udp_sport = m.udp_sport;
+        r.nonce = h.nonce.host();
+        r.cookie = make_cookie(m.src_addr, src_conn, r.nonce, now >> k_cookie_bucket_shift);
+        if (replies.push(r)) { // bounded: a flood is answered only as fast as we send
+            ++stats.cookies_sent;
+        }
+        return;
+    }
     const auto it = by_peer.find(peer_key(m.src_addr, src_conn));
     if (it != by_peer.end()) {
         connection* c = find(it->second);
@@ -138,19 +191,16 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
             }
             return;
         }
-        // A new attempt under a connection id we already serve: the peer restarted and
-        // lost that connection. Ours is stale (its windows and receives belong to the
-        // old life): fail it and serve the new attempt.
+        // A new attempt under a connection id we already serve, from an initiator that
+        // proved it owns the address: the peer restarted and lost that connection. Ours
+        // is stale (its windows and receives belong to the old life): fail it and serve
+        // the new attempt.
         if (c != nullptr) {
             enter_error(*c, wc_status::wr_flush_err);
             free_conn(*c);
         } else {
             by_peer.erase(it);
         }
-    }
-    if (!cfg.accept_incoming) {
-        ++stats.rx_invalid;
-        return;
     }
     connection* c = create_conn(m.src_addr, true);
     if (c == nullptr) {
@@ -168,10 +218,22 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
+    c->keepalive_next = now + cfg.transport.keepalive_ns;
     push_event(conn_event::kind::established, *c);
     mark_ready(*c);
-    recompute_timer(*c);
-    (void)now;
+    recompute_timer(*c, now);
+}
+
+void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p)
+{
+    if (c.state != conn_state::connecting || p.cookie->nonce.host() != c.nonce ||
+        p.cookie->cookie.host() == 0) {
+        ++stats.rx_bad_cookie;
+        return;
+    }
+    c.cookie = p.cookie->cookie.host();
+    c.hello_pending = true; // CONNECT again at once, now with the cookie
+    mark_ready(c);
 }
 
 void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64_t now)
@@ -187,6 +249,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     c.peer_conn = h.src_conn.host();
     c.state = conn_state::established;
     c.ctrl_deadline = k_no_deadline;
+    c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
     by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
     push_event(conn_event::kind::established, c);
@@ -213,14 +276,20 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
         }
     }
     mark_ready(c);
-    (void)now;
 }
 
 void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint64_t now)
 {
     const uint32_t src_conn = p.close->src_conn.host();
+    const uint32_t token = p.close->token.host();
     connection* c = find(p.dst_conn);
-    if (c != nullptr && c->peer_addr == m.src_addr && c->peer_conn == src_conn) {
+    if (c != nullptr && c->peer_addr == m.src_addr) {
+        // spec 7.4: only the peer that took part in the handshake may close it.
+        if (c->peer_conn != src_conn || uint32_t(c->nonce) != token) {
+            ++stats.rx_bad_token;
+            return;
+        }
+        heard_from_peer(*c, now);
         flush(*c);
         c->state = conn_state::closed;
         push_event(conn_event::kind::closed, *c);
@@ -232,15 +301,19 @@ void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint
     r.dst_addr = m.src_addr;
     r.dst_conn = src_conn;
     r.src_conn = p.dst_conn;
+    r.token = token;
     r.plane = m.plane;
     r.udp_sport = m.udp_sport;
     replies.push(r);
-    (void)now;
 }
 
-void endpoint::impl::on_close_ack(connection& c)
+void endpoint::impl::on_close_ack(connection& c, const wire::packet_view& p)
 {
     if (c.state != conn_state::closing) {
+        return;
+    }
+    if (p.close->src_conn.host() != c.peer_conn || p.close->token.host() != uint32_t(c.nonce)) {
+        ++stats.rx_bad_token;
         return;
     }
     c.state = conn_state::closed;
@@ -266,6 +339,7 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
         b.op = wire::opcode::close;
         wire::close_header ch{};
         ch.src_conn = wire::be32_t::from_host(c.id);
+        ch.token = wire::be32_t::from_host(uint32_t(c.nonce));
         f.len = wire::build_close(f.buf, b, ch);
     }
     fill_frame_route(c, plane, sport, f);
@@ -287,12 +361,18 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
     b.tx_ts = uint32_t(now);
     if (r.op == wire::opcode::probe_ack) {
         wire::probe_header ph{};
-        ph.probe_id = wire::be32_t::from_host(r.probe_id);
+        ph.token = wire::be32_t::from_host(r.token);
         ph.ts_echo = wire::be32_t::from_host(r.ts_echo);
         f.len = wire::build_probe(f.buf, b, ph);
+    } else if (r.op == wire::opcode::cookie) {
+        wire::cookie_header ch{};
+        ch.nonce = wire::be64_t::from_host(r.nonce);
+        ch.cookie = wire::be64_t::from_host(r.cookie);
+        f.len = wire::build_cookie(f.buf, b, ch);
     } else {
         wire::close_header ch{};
         ch.src_conn = wire::be32_t::from_host(r.src_conn);
+        ch.token = wire::be32_t::from_host(r.token);
         f.len = wire::build_close(f.buf, b, ch);
     }
     f.dst_addr = r.dst_addr;
@@ -302,25 +382,25 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
     return f.len > 0;
 }
 
-void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
+bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
 {
     if (c.ctrl_deadline > now) {
-        return;
+        return true;
     }
     c.ctrl_deadline = k_no_deadline;
     const transport_config& t = cfg.transport;
     if (c.state != conn_state::connecting && c.state != conn_state::closing) {
-        return;
+        return true;
     }
     if (++c.ctrl_retries > t.connect_retries) {
         if (c.state == conn_state::connecting) {
             enter_error(c, wc_status::retry_exc_err);
-        } else {
-            c.state = conn_state::closed; // peer silent: give up politely
-            push_event(conn_event::kind::closed, c);
-            free_conn(c);
+            return true;
         }
-        return;
+        c.state = conn_state::closed; // peer silent: give up politely
+        push_event(conn_event::kind::closed, c);
+        free_conn(c);
+        return false;
     }
     if (c.state == conn_state::connecting) {
         c.hello_pending = true;
@@ -330,6 +410,7 @@ void endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     // Exponential backoff: quick retries on a lossy fabric, patience for a slow peer.
     c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(c.ctrl_retries, 6));
     mark_ready(c);
+    return true;
 }
 
 // Completes every outstanding work request: a request that already failed keeps its
@@ -358,7 +439,9 @@ void endpoint::impl::flush(connection& c) noexcept
             wc.wr_id = r.wr_id;
             wc.conn = c.id;
             wc.stream = st;
-            wc.status = wc_status::wr_flush_err;
+            // The receive whose buffer was deregistered under an arriving SEND says so.
+            const bool prot = c.prot_err_stream == int32_t(st) && c.prot_err_seq == ss.rq_consumed;
+            wc.status = prot ? wc_status::loc_prot_err : wc_status::wr_flush_err;
             wc.op = wc_opcode::recv;
             if (!push_cq(c, wc)) {
                 break;
@@ -370,9 +453,17 @@ void endpoint::impl::flush(connection& c) noexcept
         j = read_job{};
     }
     c.job_head = c.job_count = c.job_tx = 0;
+    // Nothing is in flight any more: every path timer stops (a tail-loss probe left
+    // armed here would fire for ever in a state that never clears it).
     for (path_tx& p : c.ptx) {
         p.rto_deadline = k_no_deadline;
+        p.tlp_deadline = k_no_deadline;
+        p.retx.clear();
+        p.in_retx_list = false;
     }
+    c.retx_paths.clear();
+    c.rnr_deadline = k_no_deadline;
+    c.pace_wait = false;
 }
 
 void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
@@ -390,6 +481,8 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
     c.state = conn_state::error;
     c.hello_pending = false;
     c.ctrl_deadline = k_no_deadline;
+    c.keepalive_next = k_no_deadline;
+    c.linger_deadline = clock + cfg.transport.error_linger_ns;
     ++stats.conn_errors;
     flush(c);
     push_event(conn_event::kind::error, c);

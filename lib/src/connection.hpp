@@ -3,6 +3,7 @@
 // Everything is sized at connection set-up; the datapath never allocates.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,8 +46,9 @@ struct path_tx {
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;
     uint64_t tlp_deadline = k_no_deadline; // tail-loss probe, once per quiet spell
-    uint32_t timeouts = 0;            // consecutive, reset by progress
-    uint64_t silent_since = 0;        // time of the first timeout of the current streak
+    uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
+    uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
+    uint64_t silent_since = 0;        // time of the first stall of the current streak
     uint32_t epoch = 0;               // bumps on every reroute
     uint16_t udp_sport = 0;
     uint8_t plane = 0;
@@ -75,6 +77,56 @@ inline uint64_t probe_timeout(const path_tx& p, uint64_t initial_rtt_ns, uint64_
     return pto < p.rto_ns ? pto : p.rto_ns;
 }
 
+// Which packets of one message have arrived, without a per-packet bitmap (spec 8.4):
+// a count and a keyed sum over packet indexes. Every index must arrive exactly once, so a
+// peer that repeats one offset under a fresh PSN instead of sending another leaves the
+// count right but the sum wrong (with probability 2^-64 of a miss, the key is secret).
+struct coverage {
+    uint32_t seen = 0;
+    uint64_t sum = 0;
+};
+
+inline uint64_t index_hash(uint64_t key, uint64_t index) noexcept
+{
+    uint64_t z = index * 0x9e3779b97f4a7c15ull + key;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// Packets of a message of msg_len bytes (spec 4.3); an empty message is one packet.
+inline uint32_t packets_in(uint32_t msg_len, uint32_t mtu) noexcept
+{
+    return msg_len == 0 ? 1 : uint32_t((uint64_t(msg_len) + mtu - 1) / mtu);
+}
+
+// spec 4.3: packet k of a message starts at k * mtu and all but the last are full.
+inline bool packet_shape_ok(uint32_t msg_len, uint32_t mtu, uint32_t offset, size_t len) noexcept
+{
+    if (msg_len == 0) {
+        return offset == 0 && len == 0;
+    }
+    return offset % mtu == 0 && offset < msg_len && len == std::min<uint32_t>(mtu, msg_len - offset);
+}
+
+// Counts one packet; true once every packet of the message is in, each exactly once.
+// Returns false while incomplete; `corrupt` says a full count had the wrong indexes.
+inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
+                  bool& corrupt) noexcept
+{
+    cv.sum += index_hash(key, offset / mtu);
+    const uint32_t n = packets_in(msg_len, mtu);
+    if (++cv.seen < n) {
+        return false;
+    }
+    uint64_t want = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        want += index_hash(key, i);
+    }
+    corrupt = cv.seen != n || want != cv.sum;
+    return !corrupt;
+}
+
 struct path_rx {
     sack_window win;
     uint32_t bytes_since_ack = 0;
@@ -97,13 +149,12 @@ struct send_slot {
     uint32_t msn = 0;
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;
-    send_wr wr;
-    uint8_t* local = nullptr;
+    send_wr wr;                       // local memory is looked up by lkey for every packet
     uint32_t next_offset = 0;
     bool fully_sent = false;
     uint32_t pkts_total = 0;
     uint32_t pkts_acked = 0;
-    uint32_t resp_bytes = 0;
+    coverage resp;                    // READ: response packets placed
     uint32_t rnr_count = 0;
     int32_t next_in_stream = k_nil;
 };
@@ -118,18 +169,19 @@ struct recv_slot {
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;
     uint32_t msg_len = 0;
-    uint32_t received = 0;
+    coverage got;
     uint32_t imm = 0;
-    uint64_t va = 0;
+    uint64_t va = 0;                  // WRITE/READ: checked under rkey for every packet
     uint32_t rkey = 0;
-    uint8_t* dst = nullptr;           // message start in memory (READ_REQ: source)
     uint8_t tail[8] = {};             // last bytes of a WRITE, placed at commit
     int32_t next_pending = k_nil;
 };
 
+// Kept by key, not by pointer: deregistering the region fails every later packet.
 struct posted_recv {
     uint64_t wr_id = 0;
-    uint8_t* host = nullptr;
+    uint64_t addr = 0;
+    uint32_t lkey = 0;
     uint32_t length = 0;
 };
 
@@ -153,10 +205,12 @@ struct read_job {
     bool done = false;
     uint16_t stream = 0;
     uint32_t msn = 0;                 // requester's msn
-    uint8_t* src = nullptr;
+    uint64_t va = 0;                  // source, checked under rkey for every packet
+    uint32_t rkey = 0;
     uint32_t len = 0;
     uint32_t next_offset = 0;
     bool fully_sent = false;
+    bool failed = false;              // its source failed a check; a NAK says so
     uint32_t pkts_total = 0;
     uint32_t pkts_acked = 0;
 };
@@ -193,7 +247,9 @@ struct connection {
     uint32_t peer_addr = 0;
     conn_state state = conn_state::connecting;
     bool incoming = false;
-    uint64_t nonce = 0;
+    uint64_t nonce = 0;               // the handshake's; its low half is the CLOSE token
+    uint64_t cookie = 0;              // initiator: the acceptor's cookie to echo (spec 7.7)
+    uint32_t probe_token = 0;         // echoed by PROBE_ACKs; never leaves the two peers
     uint32_t isn = 0;
 
     // Negotiated (own config until ACCEPT for an initiator).
@@ -242,6 +298,12 @@ struct connection {
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next
+    uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
+    uint64_t keepalive_next = k_no_deadline;
+    uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
+    bool local_fault = false;         // a local buffer failed its check while sending
+    int32_t prot_err_stream = k_nil;  // receive that met a deregistered buffer (loc_prot_err)
+    uint32_t prot_err_seq = 0;
 
     bool in_ready = false;
     bool cq_blocked = false;

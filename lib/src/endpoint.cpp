@@ -1,6 +1,7 @@
 // Dispatch, scheduling, timers, completion and event queues of the engine.
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "endpoint_impl.hpp"
 
@@ -12,10 +13,18 @@ namespace {
 constexpr uint32_t k_reply_queue = 1024;
 constexpr uint32_t k_event_queue = 4096;
 
+const endpoint_config& checked(const endpoint_config& c)
+{
+    if (const std::string why = validate(c); !why.empty()) {
+        throw std::invalid_argument("invalid endpoint configuration: " + why);
+    }
+    return c;
+}
+
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(c), mrs(c.max_mrs, c.seed), cc(c.transport.cc),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -27,6 +36,9 @@ endpoint::impl::impl(const endpoint_config& c)
     }
     timers.reserve(conns.size() * 4);
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
+    cookie_key[0] = random64();
+    cookie_key[1] = random64();
+    coverage_key = random64();
 }
 
 uint64_t endpoint::impl::random64() noexcept
@@ -146,23 +158,66 @@ bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
     return produce_retx(c, now, f) || produce_read_resp(c, now, f) || produce_new(c, now, f);
 }
 
-void endpoint::impl::recompute_timer(connection& c) noexcept
+void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcept
 {
     uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline,
-                           c.pace_wait ? c.pace_next : k_no_deadline});
-    for (const path_tx& p : c.ptx) {
-        d = std::min({d, p.rto_deadline, p.tlp_deadline});
+                           c.pace_wait ? c.pace_next : k_no_deadline, c.keepalive_next,
+                           c.linger_deadline});
+    // Path timers mean something only while data can move: after a close or an error
+    // they are cleared, and a stale one must never keep the timer firing.
+    if (c.state == conn_state::established) {
+        for (const path_tx& p : c.ptx) {
+            d = std::min({d, p.rto_deadline, p.tlp_deadline});
+        }
     }
     if (d != k_no_deadline) {
-        arm(c, d);
+        // Never at or before `now`: on_timer(now) must run out of due work and return
+        // even if some deadline was not cleared by its handler.
+        arm(c, std::max(d, now + 1));
     }
+}
+
+void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept
+{
+    c.last_rx = now;
+}
+
+// Idle connections (spec 7.8): probe a quiet peer, fail a silent one, free a failed
+// connection nobody closed. Returns false if the connection was freed.
+bool endpoint::impl::liveness_timer(connection& c, uint64_t now) noexcept
+{
+    const transport_config& t = cfg.transport;
+    if (c.linger_deadline <= now) {
+        c.state = conn_state::closed;
+        ++stats.conns_reaped;
+        push_event(conn_event::kind::closed, c);
+        free_conn(c);
+        return false;
+    }
+    if (c.keepalive_next > now) {
+        return true;
+    }
+    c.keepalive_next = k_no_deadline;
+    if (c.state != conn_state::established) {
+        return true;
+    }
+    if (now - c.last_rx >= t.idle_timeout_ns) {
+        ++stats.conns_expired;
+        enter_error(c, wc_status::retry_exc_err);
+        return true;
+    }
+    if (now - c.last_rx >= t.keepalive_ns && !c.ptx.empty()) {
+        request_probe(c, c.rr_path % uint32_t(c.ptx.size()));
+        ++stats.keepalives;
+    }
+    c.keepalive_next = now + t.keepalive_ns;
+    return true;
 }
 
 void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
 {
-    ctrl_timer(c, now);
-    if (find(c.id) == nullptr) {
-        return; // freed by a control timeout
+    if (!ctrl_timer(c, now) || !liveness_timer(c, now)) {
+        return; // freed
     }
     if (c.ack_deadline <= now) {
         c.ack_deadline = k_no_deadline;
@@ -178,7 +233,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     if (c.state == conn_state::established) {
         path_timeouts(c, now);
     }
-    recompute_timer(c);
+    recompute_timer(c, now);
 }
 
 // ---- public API -------------------------------------------------------------
@@ -193,6 +248,7 @@ void endpoint::clear_stats() noexcept { impl_->stats = counters{}; }
 
 post_result endpoint::post_send(conn_id id, const send_wr& wr, uint64_t now_ns)
 {
+    impl_->clock = now_ns;
     connection* c = impl_->find(id);
     if (c == nullptr) {
         return post_result::no_such_conn;
@@ -235,6 +291,7 @@ size_t endpoint::poll_events(std::span<conn_event> out)
 void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now)
 {
     impl& e = *impl_;
+    e.clock = now;
     ++e.stats.rx_packets;
     e.stats.rx_bytes += bytes.size();
     const wire::parse_result pr = wire::parse(bytes);
@@ -252,21 +309,7 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
         return;
     }
     if (p.op == wire::opcode::probe) {
-        // Answered statelessly along the way it came, so any node can be probed.
-        ctrl_reply r;
-        r.op = wire::opcode::probe_ack;
-        r.dst_addr = meta.src_addr;
-        r.plane = meta.plane;
-        r.path = p.path;
-        r.udp_sport = meta.udp_sport;
-        r.probe_id = p.probe->probe_id.host();
-        r.ts_echo = p.tx_ts;
-        r.dst_conn = 0; // the reply finds the prober's connection through probe_id
-        e.replies.push(r); // bounded: excess probes are not answered
-        return;
-    }
-    if (p.op == wire::opcode::probe_ack) {
-        e.on_probe_ack(meta, p, now);
+        e.on_probe(meta, p, now);
         return;
     }
     connection* c = e.find(p.dst_conn);
@@ -283,21 +326,25 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
         ++e.stats.rx_bad_path;
         return;
     }
+    e.heard_from_peer(*c, now);
     switch (p.op) {
+    case wire::opcode::cookie: e.on_cookie(*c, p); break;
     case wire::opcode::accept: e.on_accept(*c, p, now); break;
-    case wire::opcode::close_ack: e.on_close_ack(*c); break;
+    case wire::opcode::close_ack: e.on_close_ack(*c, p); break;
+    case wire::opcode::probe_ack: e.on_probe_ack(*c, meta, p, now); break;
     case wire::opcode::ack: e.on_ack(*c, p, now); break;
     case wire::opcode::nak: e.on_nak(*c, p, now); break;
     default: e.on_data(*c, meta, p, now); break;
     }
     if (e.find(p.dst_conn) != nullptr) {
-        e.recompute_timer(*c);
+        e.recompute_timer(*c, now);
     }
 }
 
 bool endpoint::poll_tx(uint64_t now, tx_frame& f)
 {
     impl& e = *impl_;
+    e.clock = now;
     f.len = 0;
     if (e.produce_reply(now, f)) {
         ++e.stats.tx_packets;
@@ -313,7 +360,14 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
         }
         c->in_ready = false;
         const bool sent = e.produce(*c, now, f);
-        e.recompute_timer(*c); // sending arms RTOs; being paced arms the pacing wake-up
+        if (c->local_fault) {
+            // A local buffer of a request failed its check as it was being sent (its
+            // region was deregistered): as in verbs, the connection goes to ERROR.
+            c->local_fault = false;
+            e.enter_error(*c, wc_status::wr_flush_err);
+            e.mark_ready(*c); // its NAK, if any, still goes out
+        }
+        e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
         if (sent) {
             e.mark_ready(*c); // round robin: come back for more after the others
             ++e.stats.tx_packets;
@@ -333,6 +387,7 @@ uint64_t endpoint::next_timer() const noexcept
 void endpoint::on_timer(uint64_t now)
 {
     impl& e = *impl_;
+    e.clock = now;
     if (e.plane_probe_deadline <= now) {
         e.plane_probe_timer(now);
     }
@@ -352,6 +407,7 @@ void endpoint::on_timer(uint64_t now)
 conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
 {
     impl& e = *impl_;
+    e.clock = now;
     connection* c = e.create_conn(peer_addr, false);
     if (c == nullptr) {
         return k_no_conn;
@@ -362,13 +418,14 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
     c->hello_pending = true;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
     e.mark_ready(*c);
-    e.recompute_timer(*c);
+    e.recompute_timer(*c, now);
     return c->id;
 }
 
 void endpoint::close(conn_id id, uint64_t now)
 {
     impl& e = *impl_;
+    e.clock = now;
     connection* c = e.find(id);
     if (c == nullptr) {
         return;
@@ -389,7 +446,7 @@ void endpoint::close(conn_id id, uint64_t now)
     c->ctrl_retries = 0;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
     e.mark_ready(*c);
-    e.recompute_timer(*c);
+    e.recompute_timer(*c, now);
 }
 
 std::vector<conn_id> endpoint::connections() const

@@ -20,7 +20,7 @@ namespace metaroce {
 
 using detail::connection;
 
-// Stateless replies (CLOSE_ACK to unknown connections, PROBE_ACK).
+// Replies that need no connection state: COOKIE, CLOSE_ACK, PROBE_ACK (spec 7.6).
 struct ctrl_reply {
     wire::opcode op{};
     uint32_t dst_addr = 0;
@@ -29,8 +29,10 @@ struct ctrl_reply {
     uint8_t plane = 0;
     uint8_t path = 0;
     uint16_t udp_sport = 0;
-    uint32_t probe_id = 0;
+    uint32_t token = 0;               // CLOSE_ACK, PROBE_ACK: echoed
     uint32_t ts_echo = 0;
+    uint64_t nonce = 0;               // COOKIE
+    uint64_t cookie = 0;
 };
 
 struct plane_health {
@@ -57,6 +59,9 @@ struct endpoint::impl {
     counters stats;
     rate_allocator rates;
     uint64_t rng_state;
+    uint64_t cookie_key[2];                         // secret: SipHash key of handshake cookies
+    uint64_t coverage_key;                          // secret: keyed sums of packet indexes
+    uint64_t clock = 0;                             // the time handed in by the current call
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;
@@ -82,7 +87,9 @@ struct endpoint::impl {
     void push_event(conn_event::kind k, const connection& c) noexcept;
     bool produce(connection& c, uint64_t now, tx_frame& f) noexcept;
     void conn_timer(connection& c, uint64_t now) noexcept;
-    void recompute_timer(connection& c) noexcept;
+    void recompute_timer(connection& c, uint64_t now) noexcept;
+    bool liveness_timer(connection& c, uint64_t now) noexcept;
+    void heard_from_peer(connection& c, uint64_t now) noexcept;
     void resume_cq_waiters() noexcept;
     void fill_frame_route(const connection& c, uint8_t plane, uint16_t sport, tx_frame& f) const noexcept;
     wire::bth_fields bth_for(const connection& c, wire::opcode op, uint8_t path, uint8_t plane,
@@ -91,13 +98,18 @@ struct endpoint::impl {
     // conn_setup.cpp
     connection* create_conn(uint32_t peer_addr, bool incoming);
     void init_paths(connection& c, uint32_t peer_isn);
+    uint64_t make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce, uint64_t bucket) const noexcept;
+    bool cookie_valid(uint32_t addr, const wire::hello_header& h, uint64_t now) const noexcept;
     void on_connect(const rx_meta& m, const wire::packet_view& p, uint64_t now);
+    void on_cookie(connection& c, const wire::packet_view& p);
     void on_accept(connection& c, const wire::packet_view& p, uint64_t now);
     void on_close(const rx_meta& m, const wire::packet_view& p, uint64_t now);
-    void on_close_ack(connection& c);
+    void on_close_ack(connection& c, const wire::packet_view& p);
+    void on_probe(const rx_meta& m, const wire::packet_view& p, uint64_t now);
     bool produce_ctrl(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_reply(uint64_t now, tx_frame& f) noexcept;
-    void ctrl_timer(connection& c, uint64_t now) noexcept;
+    // Returns false if the connection was freed.
+    bool ctrl_timer(connection& c, uint64_t now) noexcept;
     void enter_error(connection& c, wc_status first) noexcept;
     void flush(connection& c) noexcept;
     void free_conn(connection& c) noexcept;
@@ -114,7 +126,7 @@ struct endpoint::impl {
     void move_home(uint8_t plane) noexcept;
     void plane_probe_timer(uint64_t now) noexcept;
     bool produce_probe(connection& c, uint64_t now, tx_frame& f) noexcept;
-    void on_probe_ack(const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
+    void on_probe_ack(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
 
     // requester.cpp
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);
@@ -128,6 +140,12 @@ struct endpoint::impl {
                   uint32_t offset, uint16_t len, uint64_t now, tx_frame& f) noexcept;
 
     // responder.cpp
+    struct place_outcome {
+        bool ok = true;
+        wire::nak_reason reason = wire::nak_reason::invalid_request;
+    };
+    place_outcome place(connection& c, detail::recv_slot& rs, detail::stream_state& ss,
+                        const wire::packet_view& p) noexcept;
     post_result post_recv(connection& c, uint16_t stream, const recv_wr& wr);
     void on_data(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
     bool produce_nak(connection& c, uint64_t now, tx_frame& f) noexcept;
@@ -136,6 +154,7 @@ struct endpoint::impl {
     void flush_delayed_acks(connection& c) noexcept;
     void try_commit(connection& c, uint16_t stream) noexcept;
     void on_job_done(connection& c) noexcept;
+    void fail_read_job(connection& c, detail::read_job& j, mr_check why) noexcept;
 
     // completer.cpp
     void on_ack(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
@@ -145,6 +164,7 @@ struct endpoint::impl {
     void credit(connection& c, detail::pkt_record& r) noexcept;
     void try_complete(connection& c, uint16_t stream) noexcept;
     void on_read_resp_landed(connection& c, detail::send_slot& s) noexcept;
+    bool land_read_resp(connection& c, const wire::packet_view& p) noexcept;
 };
 
 } // namespace metaroce

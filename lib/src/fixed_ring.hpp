@@ -27,6 +27,7 @@ public:
         head_ = (head_ + 1) % items_.size();
         --count_;
     }
+    void clear() noexcept { head_ = count_ = 0; }
     bool empty() const noexcept { return count_ == 0; }
     bool full() const noexcept { return count_ == items_.size(); }
     size_t size() const noexcept { return count_; }

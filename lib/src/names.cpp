@@ -15,6 +15,7 @@ std::string_view to_string(wc_status s) noexcept
     case wc_status::rem_inv_req_err: return "remote invalid request";
     case wc_status::rnr_retry_exc_err: return "receiver not ready, retries exceeded";
     case wc_status::retry_exc_err: return "transport retries exceeded";
+    case wc_status::rem_op_err: return "remote operation error";
     }
     return "?";
 }

@@ -44,9 +44,11 @@ void endpoint::impl::request_probe(connection& c, uint32_t path) noexcept
     mark_ready(c);
 }
 
+// Data (not a probe) got through on this path: the only thing that clears a stall.
 void endpoint::impl::path_progress(connection& c, path_tx& p, uint64_t now) noexcept
 {
     p.timeouts = 0;
+    p.stalls = 0;
     if (p.state != path_state::congested || now >= p.congested_until) {
         p.state = path_state::good;
     }
@@ -63,12 +65,15 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
     const transport_config& t = cfg.transport;
     path_tx& p = c.ptx[i];
     ++stats.timeouts;
-    if (p.timeouts == 0) {
+    if (p.stalls == 0) {
         p.silent_since = now;
     }
+    ++p.timeouts;
     // Both a count and a time: a peer descheduled for a few milliseconds on a busy host
     // must not look dead, a dead one must not keep the application waiting for ever.
-    if (++p.timeouts > t.max_timeouts && now - p.silent_since >= t.fail_silence_ns) {
+    // Only data progress resets the count: a route where probes pass and data does not
+    // (an MTU the fabric drops) must fail, not stall in silence (spec 5.6).
+    if (++p.stalls > t.max_timeouts && now - p.silent_since >= t.fail_silence_ns) {
         enter_error(c, wc_status::retry_exc_err);
         return false;
     }
@@ -143,7 +148,7 @@ void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
         }
         if (moved) {
             mark_ready(c);
-            recompute_timer(c);
+            recompute_timer(c, now);
         }
     }
 }
@@ -198,7 +203,7 @@ bool endpoint::impl::produce_probe(connection& c, uint64_t now, tx_frame& f) noe
         return false;
     }
     wire::probe_header ph{};
-    ph.probe_id = wire::be32_t::from_host(c.id); // the reply finds us through it
+    ph.token = wire::be32_t::from_host(c.probe_token); // only the peer sees it
     if (c.plane_probes != 0) {
         const uint8_t pl = uint8_t(__builtin_ctz(c.plane_probes));
         c.plane_probes &= c.plane_probes - 1;
@@ -229,13 +234,37 @@ bool endpoint::impl::produce_probe(connection& c, uint64_t now, tx_frame& f) noe
     return false;
 }
 
-void endpoint::impl::on_probe_ack(const rx_meta& m, const wire::packet_view& pk, uint64_t now) noexcept
+// spec 7.6: a PROBE is answered only for a connection of its sender; the answer goes
+// back the way the PROBE came and names the prober's connection.
+void endpoint::impl::on_probe(const rx_meta& m, const wire::packet_view& p, uint64_t now)
 {
-    ++stats.probe_acks;
-    connection* c = find(pk.probe->probe_id.host());
-    if (c == nullptr || c->peer_addr != m.src_addr || c->state != conn_state::established) {
+    connection* c = find(p.dst_conn);
+    if (c == nullptr || c->peer_addr != m.src_addr || c->peer_conn == k_no_conn) {
+        ++(c == nullptr ? stats.rx_unknown_conn : stats.rx_wrong_peer);
         return;
     }
+    heard_from_peer(*c, now);
+    ctrl_reply r;
+    r.op = wire::opcode::probe_ack;
+    r.dst_addr = m.src_addr;
+    r.dst_conn = c->peer_conn;
+    r.plane = m.plane;
+    r.path = p.path;
+    r.udp_sport = m.udp_sport;
+    r.token = p.probe->token.host();
+    r.ts_echo = p.tx_ts;
+    replies.push(r); // bounded: excess probes are not answered
+}
+
+void endpoint::impl::on_probe_ack(connection& cr, const rx_meta& m, const wire::packet_view& pk,
+                                  uint64_t now) noexcept
+{
+    connection* c = &cr;
+    if (c->state != conn_state::established || pk.probe->token.host() != c->probe_token) {
+        ++stats.rx_bad_token; // a guessed answer must not revive a path or a plane
+        return;
+    }
+    ++stats.probe_acks;
     // The plane it came back on works in both directions.
     if (m.plane < plane_tab.size() && plane_tab[m.plane].admin_up && !plane_tab[m.plane].detected_up) {
         plane_tab[m.plane].detected_up = true;
@@ -261,6 +290,7 @@ void endpoint::impl::on_probe_ack(const rx_meta& m, const wire::packet_view& pk,
 void metaroce::endpoint::set_plane_admin(uint8_t plane, bool up, uint64_t now_ns)
 {
     impl& e = *impl_;
+    e.clock = now_ns;
     if (plane >= e.plane_tab.size()) {
         return;
     }

@@ -24,11 +24,6 @@ wire::opcode wire_op(wr_opcode op) noexcept
     return wire::opcode::write;
 }
 
-uint32_t packets_for(uint32_t len, uint32_t mtu) noexcept
-{
-    return len == 0 ? 1 : (len + mtu - 1) / mtu;
-}
-
 } // namespace
 
 post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t now)
@@ -39,13 +34,14 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     if (wr.stream >= c.streams_n) {
         return post_result::bad_stream;
     }
-    if (wr.local.length > (1u << 31)) {
+    if (wr.local.length > k_max_msg_len) {
         return post_result::too_long;
     }
     const bool is_read = wr.op == wr_opcode::read;
     uint8_t* local = nullptr;
     const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
                                         is_read ? access::local_write : 0, &local);
+    (void)local; // each packet looks its bytes up again when it is built
     if (mc != mr_check::ok) {
         return to_post_result(mc);
     }
@@ -61,8 +57,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     s.ssn = ss.next_ssn++;
     s.recv_seq = wire::info(s.op).consumes_recv ? ss.next_recv_seq++ : 0;
     s.wr = wr;
-    s.local = local;
-    s.pkts_total = is_read ? 1 : packets_for(wr.local.length, c.mtu);
+    s.pkts_total = is_read ? 1 : packets_in(wr.local.length, c.mtu);
     const int32_t idx = int32_t(s.msn % c.sq.size());
     if (ss.tail == k_nil) {
         ss.head = idx;
@@ -144,16 +139,33 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         m.va = s.wr.remote_va;
         m.rkey = s.wr.rkey;
         m.imm = s.wr.imm;
-        src = s.op == wire::opcode::read_req ? nullptr : s.local;
+        // The source is looked up by lkey for every packet, retransmissions included:
+        // once its region is deregistered nothing more is read from it.
+        uint8_t* from = nullptr;
+        if (s.op != wire::opcode::read_req &&
+            mrs.check_local(s.wr.local.lkey, s.wr.local.addr + r.offset, r.len, 0, &from) != mr_check::ok) {
+            c.sq[r.slot].status = wc_status::loc_prot_err;
+            c.sq[r.slot].done = true;
+            c.local_fault = true;
+            return false;
+        }
+        src = from;
     } else {
-        const read_job& j = c.jobs[r.slot];
-        if (!j.in_use || j.msn != r.msn) {
+        read_job& j = c.jobs[r.slot];
+        if (!j.in_use || j.msn != r.msn || j.failed) {
             return false;
         }
         msg_len = j.len;
         m.stream = j.stream;
         m.msn = j.msn;
-        src = j.src;
+        uint8_t* from = nullptr;
+        const mr_check mc = mrs.check_remote(j.rkey, j.va + r.offset, r.len, access::remote_read, &from);
+        if (mc != mr_check::ok) {
+            j.failed = true;
+            fail_read_job(c, j, mc);
+            return false;
+        }
+        src = from;
     }
     m.msg_len = msg_len;
     m.offset = r.offset;
@@ -171,7 +183,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         return false;
     }
     if (r.len > 0) {
-        std::memcpy(f.buf.data() + hdr, src + r.offset, r.len);
+        std::memcpy(f.buf.data() + hdr, src, r.len);
     }
     f.len = hdr + r.len;
     fill_frame_route(c, p.plane, p.udp_sport, f);

@@ -37,15 +37,16 @@ bool is_write(wire::opcode op) noexcept
     return op == wire::opcode::write || op == wire::opcode::write_imm;
 }
 
-// Copies a WRITE payload, keeping back the message's last bytes until commit so a
-// program polling the last byte sees it only after everything else has landed.
-void place_write(recv_slot& rs, uint32_t offset, std::span<const uint8_t> data) noexcept
+// Copies a WRITE payload to `to` (its checked address), keeping back the message's
+// last bytes until commit so a program polling the last byte sees it only after
+// everything else has landed.
+void place_write(recv_slot& rs, uint32_t offset, std::span<const uint8_t> data, uint8_t* to) noexcept
 {
     const uint32_t tail_start = rs.msg_len - rs.tail_len;
     const uint32_t end = offset + uint32_t(data.size());
     const uint32_t direct_end = std::min(end, tail_start);
     if (direct_end > offset) {
-        std::memcpy(rs.dst + offset, data.data(), direct_end - offset);
+        std::memcpy(to, data.data(), direct_end - offset);
     }
     for (uint32_t i = std::max(offset, tail_start); i < end; ++i) {
         rs.tail[i - tail_start] = data[i - offset];
@@ -74,7 +75,8 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     }
     posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
     r.wr_id = wr.wr_id;
-    r.host = host;
+    r.addr = wr.local.addr;
+    r.lkey = wr.local.lkey;
     r.length = wr.local.length;
     ++ss.rq_posted;
     return post_result::ok;
@@ -123,24 +125,16 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
     if (c.state == conn_state::error) {
         o = nak(c.has_fatal && p.msn == c.fatal_msn ? c.fatal_reason : wire::nak_reason::invalid_request);
     } else if (p.op == wire::opcode::read_resp) {
-        send_slot& s = c.sq[p.msn % c.sq.size()];
-        if (!s.in_use || s.msn != p.msn || s.op != wire::opcode::read_req || s.done ||
-            p.msg_len != s.wr.local.length) {
-            o.v = verdict::drop;
-        } else {
-            if (!p.payload.empty()) {
-                std::memcpy(s.local + p.offset, p.payload.data(), p.payload.size());
-            }
-            s.resp_bytes += uint32_t(p.payload.size());
-            stats.rx_payload_bytes += p.payload.size();
-            if (s.resp_bytes >= s.wr.local.length) {
-                s.resp_complete = true;
-                on_read_resp_landed(c, s);
-            }
-        }
+        o.v = land_read_resp(c, p) ? verdict::accepted : verdict::drop;
     } else {
         // Request packets: find or open the inbound message slot (keyed by msn).
+        const bool shape_ok = p.op == wire::opcode::read_req
+                                  ? p.offset == 0 && p.payload.empty()
+                                  : packet_shape_ok(p.msg_len, c.mtu, p.offset, p.payload.size());
         if (p.stream >= c.streams_n) {
+            o = nak(wire::nak_reason::invalid_request);
+        } else if (p.msg_len > k_max_msg_len || !shape_ok) {
+            ++stats.rx_bad_shape; // spec 4.3: every packet sits on the mtu grid
             o = nak(wire::nak_reason::invalid_request);
         } else {
             recv_slot& rs = c.rslots[p.msn % c.rslots.size()];
@@ -174,7 +168,8 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                 } else if (oi.has_reth) {
                     const uint32_t need = p.op == wire::opcode::read_req ? access::remote_read
                                                                           : access::remote_write;
-                    const mr_check mc = mrs.check_remote(p.rkey, p.va, p.msg_len, need, &n.dst);
+                    uint8_t* unused = nullptr;
+                    const mr_check mc = mrs.check_remote(p.rkey, p.va, p.msg_len, need, &unused);
                     if (mc != mr_check::ok) {
                         o = nak(from_check(mc));
                     }
@@ -183,7 +178,6 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                     if (p.msg_len > pr.length) {
                         o = nak(wire::nak_reason::length_error);
                     }
-                    n.dst = pr.host;
                 }
                 if (o.v == verdict::accepted) {
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
@@ -194,16 +188,23 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             }
             // A message that is already complete (a peer repeating a packet under a new
             // PSN) takes nothing more: linking it twice would make the pending list a cycle.
-            const bool was_complete = !opened && (rs.op == wire::opcode::read_req || rs.received >= rs.msg_len);
+            const uint32_t n_pkts = packets_in(rs.msg_len, c.mtu);
+            const bool was_complete = !opened && (rs.op == wire::opcode::read_req || rs.got.seen >= n_pkts);
             if (o.v == verdict::accepted && !was_complete) {
-                if (is_write(rs.op)) {
-                    place_write(rs, p.offset, p.payload);
-                } else if (!p.payload.empty()) {
-                    std::memcpy(rs.dst + p.offset, p.payload.data(), p.payload.size());
+                if (const place_outcome pl = place(c, rs, ss, p); !pl.ok) {
+                    o = nak(pl.reason);
                 }
-                rs.received += uint32_t(p.payload.size());
-                stats.rx_payload_bytes += p.payload.size();
-                if (rs.op == wire::opcode::read_req || rs.received >= rs.msg_len) {
+            }
+            if (o.v == verdict::accepted && !was_complete) {
+                bool corrupt = false;
+                const bool complete = rs.op == wire::opcode::read_req ||
+                                      cover(rs.got, coverage_key, p.offset, rs.msg_len, c.mtu, corrupt);
+                if (corrupt) {
+                    // Every packet count arrived but not every offset: some were repeated
+                    // in place of others, so bytes of the message were never written.
+                    ++stats.rx_bad_shape;
+                    o = nak(wire::nak_reason::invalid_request);
+                } else if (complete) {
                     rs.next_pending = ss.pending;
                     ss.pending = int32_t(p.msn % c.rslots.size());
                     try_commit(c, p.stream);
@@ -290,9 +291,10 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             j.in_use = true;
             j.stream = rs.stream;
             j.msn = rs.msn;
-            j.src = rs.dst;
+            j.va = rs.va;
+            j.rkey = rs.rkey;
             j.len = rs.msg_len;
-            j.pkts_total = rs.msg_len == 0 ? 1 : (rs.msg_len + c.mtu - 1) / c.mtu;
+            j.pkts_total = packets_in(rs.msg_len, c.mtu);
             ++c.job_count;
             mark_ready(c);
         } else if (oi.consumes_recv) {
@@ -311,13 +313,67 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             ++ss.rq_consumed;
         }
         if (rs.tail_len > 0) {
-            std::memcpy(rs.dst + rs.msg_len - rs.tail_len, rs.tail, rs.tail_len);
+            // Checked again: the region may have been deregistered since the last packet.
+            uint8_t* to = nullptr;
+            const uint64_t at = rs.va + rs.msg_len - rs.tail_len;
+            if (mrs.check_remote(rs.rkey, at, rs.tail_len, access::remote_write, &to) == mr_check::ok) {
+                std::memcpy(to, rs.tail, rs.tail_len);
+            } else {
+                ++stats.rx_access_errors;
+            }
         }
         *link = rs.next_pending;
         rs.in_use = false;
         ++ss.commit_ssn;
         ++c.rx_msgs_committed;
     }
+}
+
+// Places one request packet's payload after checking its own range (spec 8.3): a region
+// deregistered, or a receive whose buffer went away, since the first packet fails here
+// and nothing is written.
+endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs, stream_state& ss,
+                                                    const wire::packet_view& p) noexcept
+{
+    const auto len = uint32_t(p.payload.size());
+    uint8_t* to = nullptr;
+    if (is_write(rs.op)) {
+        const mr_check mc = mrs.check_remote(rs.rkey, rs.va + p.offset, len, access::remote_write, &to);
+        if (mc != mr_check::ok) {
+            return {false, from_check(mc)};
+        }
+        place_write(rs, p.offset, p.payload, to);
+    } else if (rs.op != wire::opcode::read_req) {
+        const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
+        if (mrs.check_local(pr.lkey, pr.addr + p.offset, len, access::local_write, &to) != mr_check::ok) {
+            c.prot_err_stream = int32_t(rs.stream);
+            c.prot_err_seq = rs.recv_seq;
+            return {false, wire::nak_reason::remote_operation};
+        }
+        if (len > 0) {
+            std::memcpy(to, p.payload.data(), len);
+        }
+    }
+    stats.rx_payload_bytes += len;
+    return {};
+}
+
+// The source of a READ being answered failed its check (deregistered or shrunk): the
+// requester learns it by a NAK naming the READ (spec 8.5) and both sides fail.
+void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noexcept
+{
+    nak_entry e;
+    e.path = 0;
+    e.psn = 0;
+    e.hdr.reason = from_check(why);
+    e.hdr.stream = wire::be16_t::from_host(j.stream);
+    e.hdr.msn = wire::be32_t::from_host(j.msn);
+    c.naks.push(e);
+    ++stats.rx_access_errors;
+    c.has_fatal = true;
+    c.fatal_reason = e.hdr.reason;
+    c.fatal_msn = j.msn;
+    c.local_fault = true; // poll_tx moves the connection to ERROR once the packet is done
 }
 
 void endpoint::impl::on_job_done(connection& c) noexcept

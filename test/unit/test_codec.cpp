@@ -18,7 +18,7 @@ constexpr opcode k_data_ops[] = {opcode::write,    opcode::write_imm, opcode::se
                                  opcode::send_imm, opcode::read_req,  opcode::read_resp};
 constexpr opcode k_fixed_ops[] = {opcode::ack,       opcode::nak,   opcode::connect,
                                   opcode::accept,    opcode::close, opcode::close_ack,
-                                  opcode::probe,     opcode::probe_ack};
+                                  opcode::probe,     opcode::probe_ack, opcode::cookie};
 
 bth_fields sample_bth(opcode op)
 {
@@ -72,6 +72,7 @@ size_t build_fixed_op(std::span<uint8_t> out, const bth_fields& b)
     case opcode::accept: return build_hello(out, b, hello_header{});
     case opcode::close:
     case opcode::close_ack: return build_close(out, b, close_header{});
+    case opcode::cookie: return build_cookie(out, b, cookie_header{});
     default: return build_probe(out, b, probe_header{});
     }
 }
@@ -86,9 +87,10 @@ TEST_CASE("header sizes match the spec", "[codec]")
     STATIC_REQUIRE(sizeof(imm_header) == 4);
     STATIC_REQUIRE(sizeof(ack_header) == 48);
     STATIC_REQUIRE(sizeof(nak_header) == 8);
-    STATIC_REQUIRE(sizeof(hello_header) == 32);
+    STATIC_REQUIRE(sizeof(hello_header) == 40);
     STATIC_REQUIRE(sizeof(close_header) == 8);
     STATIC_REQUIRE(sizeof(probe_header) == 8);
+    STATIC_REQUIRE(sizeof(cookie_header) == 16);
     CHECK(data_header_len(opcode::write) == 60);
     CHECK(data_header_len(opcode::write_imm) == 64);
     CHECK(data_header_len(opcode::send) == 44);
@@ -97,13 +99,14 @@ TEST_CASE("header sizes match the spec", "[codec]")
     CHECK(data_header_len(opcode::read_resp) == 44);
     CHECK(max_packet_len(4096) == 20 + 24 + 16 + 4 + 4096);
     CHECK(info(opcode::ack).ext_len == 48);
-    CHECK(info(opcode::connect).ext_len == 32);
+    CHECK(info(opcode::connect).ext_len == 40);
+    CHECK(info(opcode::cookie).ext_len == 16);
     CHECK(info(opcode::probe_ack).ext_len == 8);
     int valid = 0;
     for (const auto& i : k_opcodes) {
         valid += i.valid;
     }
-    CHECK(valid == 14);
+    CHECK(valid == 15);
 }
 
 TEST_CASE("every data opcode round-trips through build and parse", "[codec]")
@@ -201,8 +204,9 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
             h.max_msgs = be16_t::from_host(512);
             h.planes = 4;
             h.rq_depth = be16_t::from_host(128);
+            h.cookie = be64_t::from_host(0x0102030405060708ull);
             const size_t n = build_hello(buf, b, h);
-            REQUIRE(n == 52);
+            REQUIRE(n == 60);
             const auto r = parse(std::span(buf.data(), n));
             REQUIRE(r.ok());
             check_bth(r.pkt, b);
@@ -216,7 +220,23 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
             CHECK(r.pkt.hello->max_msgs.host() == 512);
             CHECK(r.pkt.hello->planes == 4);
             CHECK(r.pkt.hello->rq_depth.host() == 128);
+            CHECK(r.pkt.hello->cookie.host() == 0x0102030405060708ull);
         }
+    }
+    SECTION("cookie")
+    {
+        const bth_fields b = sample_bth(opcode::cookie);
+        cookie_header c{};
+        c.nonce = be64_t::from_host(0xa1a2a3a4a5a6a7a8ull);
+        c.cookie = be64_t::from_host(0x1b2b3b4b5b6b7b8bull);
+        const size_t n = build_cookie(buf, b, c);
+        REQUIRE(n == 36);
+        const auto r = parse(std::span(buf.data(), n));
+        REQUIRE(r.ok());
+        check_bth(r.pkt, b);
+        REQUIRE(r.pkt.cookie != nullptr);
+        CHECK(r.pkt.cookie->nonce.host() == 0xa1a2a3a4a5a6a7a8ull);
+        CHECK(r.pkt.cookie->cookie.host() == 0x1b2b3b4b5b6b7b8bull);
     }
     SECTION("close, close_ack, probe, probe_ack")
     {
@@ -224,6 +244,7 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
             const bth_fields b = sample_bth(op);
             close_header c{};
             c.src_conn = be32_t::from_host(0xabcdef01);
+            c.token = be32_t::from_host(0x5eed5eed);
             const size_t n = build_close(buf, b, c);
             REQUIRE(n == 28);
             const auto r = parse(std::span(buf.data(), n));
@@ -231,11 +252,12 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
             check_bth(r.pkt, b);
             REQUIRE(r.pkt.close != nullptr);
             CHECK(r.pkt.close->src_conn.host() == 0xabcdef01);
+            CHECK(r.pkt.close->token.host() == 0x5eed5eed);
         }
         for (opcode op : {opcode::probe, opcode::probe_ack}) {
             const bth_fields b = sample_bth(op);
             probe_header p{};
-            p.probe_id = be32_t::from_host(42);
+            p.token = be32_t::from_host(42);
             p.ts_echo = be32_t::from_host(0x80000001);
             const size_t n = build_probe(buf, b, p);
             REQUIRE(n == 28);
@@ -243,7 +265,7 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
             REQUIRE(r.ok());
             check_bth(r.pkt, b);
             REQUIRE(r.pkt.probe != nullptr);
-            CHECK(r.pkt.probe->probe_id.host() == 42);
+            CHECK(r.pkt.probe->token.host() == 42);
             CHECK(r.pkt.probe->ts_echo.host() == 0x80000001);
         }
     }
@@ -377,7 +399,7 @@ TEST_CASE("parse rejects each malformation with its reason", "[codec]")
                 CHECK(parse_of(std::span(buf.data(), n)) == parse_error::unknown_opcode);
             }
         }
-        CHECK(unknown == 256 - 14);
+        CHECK(unknown == 256 - 15);
     }
     SECTION("unknown_flags")
     {

@@ -63,6 +63,11 @@ transport_config quiet_acks()
     return t;
 }
 
+bool av_cookie_is_zero(const wire::packet_view& v)
+{
+    return v.hello != nullptr && v.hello->cookie.host() == 0;
+}
+
 } // namespace
 
 TEST_CASE("CONNECT and ACCEPT carry each side's parameters; the minimum wins", "[headers][connect]")
@@ -87,11 +92,24 @@ TEST_CASE("CONNECT and ACCEPT carry each side's parameters; the minimum wins", "
     REQUIRE(c != k_no_conn);
     REQUIRE(pc != k_no_conn);
 
+    // spec 7.7: the first CONNECT carries no cookie and is answered by a COOKIE; the
+    // second echoes it and is accepted.
     const auto connects = of_op(h, wire::opcode::connect, 1);
+    const auto cookies = of_op(h, wire::opcode::cookie, 0);
     const auto accepts = of_op(h, wire::opcode::accept, 0);
-    REQUIRE(connects.size() == 1);
+    REQUIRE(connects.size() == 2);
+    REQUIRE(cookies.size() == 1);
     REQUIRE(accepts.size() == 1);
-    const auto cv = connects[0]->view();
+    const auto first = connects[0]->view();
+    const auto ck = cookies[0]->view();
+    const auto cv = connects[1]->view();
+    CHECK(first.hello->cookie.host() == 0);
+    CHECK(ck.dst_conn == c);
+    CHECK(ck.cookie->nonce.host() == first.hello->nonce.host());
+    CHECK(ck.cookie->cookie.host() != 0);
+    CHECK(cv.hello->cookie.host() == ck.cookie->cookie.host());
+    CHECK(cv.hello->nonce.host() == first.hello->nonce.host());
+    CHECK(av_cookie_is_zero(accepts[0]->view()));
     const auto av = accepts[0]->view();
     const auto ia = *h.a().inspect(c);
     const auto ib = *h.b().inspect(pc);
@@ -165,7 +183,8 @@ TEST_CASE("a lost ACCEPT is answered again when CONNECT repeats", "[headers][con
     h.filter = [&](captured& p) { return is_op(p, wire::opcode::accept) && dropped++ == 0; };
     const conn_id c = h.connect();
     CHECK(pair_harness::established(h.a(), c));
-    CHECK(of_op(h, wire::opcode::connect, 1).size() == 2);
+    CHECK(of_op(h, wire::opcode::connect, 1).size() == 3); // no cookie, cookie, repeat
+    CHECK(of_op(h, wire::opcode::cookie, 0).size() == 1);
     CHECK(of_op(h, wire::opcode::accept, 0).size() == 2);
     CHECK(h.events[1].size() == 1); // one connection on the responder, not two
     CHECK(h.b().connections().size() == 1);

@@ -273,7 +273,7 @@ TEST_CASE("transfers cross the 2^32 PSN wrap in both directions", "[reliability]
     transport_config t;
     t.paths = 4;
     t.mtu = 1024;
-    pair_harness h(t, t, 1000, 3934831, 19035733);
+    pair_harness h(t, t, 1000, 46733948, 50447799);
     const conn_id c = h.connect();
     const conn_id pc = h.peer_conn();
     const uint32_t isn_a = h.a().inspect(c)->path[0].una;

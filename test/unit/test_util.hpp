@@ -1,11 +1,16 @@
 // Small helpers shared by the unit tests.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <span>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "pair_harness.hpp"
 
@@ -76,5 +81,50 @@ struct xorshift {
         return x;
     }
 };
+
+// Ends the process with a message if the guarded scope does not finish in time: a
+// test of "this call returns" must fail, not hang until the runner's timeout.
+class watchdog {
+public:
+    watchdog(const char* what, std::chrono::seconds limit) : what_(what)
+    {
+        thread_ = std::thread([this, limit] {
+            const auto end = std::chrono::steady_clock::now() + limit;
+            while (!done_.load()) {
+                if (std::chrono::steady_clock::now() > end) {
+                    std::fprintf(stderr, "watchdog: %s did not return\n", what_);
+                    std::_Exit(3);
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        });
+    }
+    ~watchdog()
+    {
+        done_ = true;
+        thread_.join();
+    }
+    watchdog(const watchdog&) = delete;
+    watchdog& operator=(const watchdog&) = delete;
+
+private:
+    const char* what_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+// Builds a packet from `to`'s peer and queues it for delivery now, as the fabric would.
+inline void inject_bytes(pair_harness& h, int to, std::vector<uint8_t> bytes, uint8_t plane = 0,
+                         uint32_t src_addr = 0)
+{
+    captured c;
+    c.deliver_at = h.now();
+    c.to = to;
+    c.meta.src_addr = src_addr != 0 ? src_addr : (to == 1 ? pair_harness::k_addr_a : pair_harness::k_addr_b);
+    c.meta.plane = plane;
+    c.meta.udp_sport = 49152;
+    c.bytes = std::move(bytes);
+    h.inject(std::move(c));
+}
 
 } // namespace metaroce::test

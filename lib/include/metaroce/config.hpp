@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "metaroce/wire/headers.hpp"
 
@@ -21,6 +22,10 @@ struct cc_config {
     // RTT growth as a congestion mark, for links that do not mark ECN (software links,
     // NIC queues): a sample this far above the path's smallest counts as marked.
     uint64_t delay_mark_ns = 100'000;
+    // Receiver rate hints below this are raised to it: a hint can slow a sender, never
+    // starve it (1 Mb/s would space 4 KiB packets 34 ms apart). 100 Mb/s still leaves a
+    // 100 Gb/s receiver room for a 1000-way fan-in.
+    uint32_t min_rate_hint_mbps = 100;
 };
 
 struct transport_config {
@@ -48,6 +53,12 @@ struct transport_config {
     uint32_t connect_retries = 20;
     uint64_t rnr_delay_ns = 50'000;
     uint32_t rnr_retries = 7;       // 7 means retry forever, as in verbs
+    // Liveness of idle connections (spec 7.8): a connection that heard nothing from its
+    // peer for keepalive_ns probes it; after idle_timeout_ns of silence it fails, and a
+    // failed connection nobody closes is freed after error_linger_ns.
+    uint64_t keepalive_ns = 100'000'000;
+    uint64_t idle_timeout_ns = 1'000'000'000;
+    uint64_t error_linger_ns = 1'000'000'000;
     cc_config cc;
 };
 
@@ -62,8 +73,19 @@ struct endpoint_config {
     uint64_t inbound_capacity_mbps = 0;
     double hint_utilization = 0.95;
     uint64_t rate_epoch_ns = 20'000;
-    uint64_t seed = 1;              // initial PSNs, nonces and path entropy
+    // Initial PSNs, connection ids, nonces, tokens, the cookie key and path entropy all
+    // derive from it: drivers on a real network seed it from the OS (getrandom); the
+    // model and tests use fixed seeds for reproducible runs.
+    uint64_t seed = 1;
     transport_config transport;
 };
+
+// Largest message (spec 4.1): offsets and lengths stay clear of 32-bit overflow.
+inline constexpr uint32_t k_max_msg_len = 1u << 31;
+
+// Empty if the configuration is usable, else which field is wrong and why (for example
+// a zero max_rto, which would re-arm a timer at `now` for ever). The endpoint refuses
+// to start with an invalid configuration; drivers call this to report it first.
+std::string validate(const endpoint_config& c);
 
 } // namespace metaroce

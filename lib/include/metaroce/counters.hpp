@@ -40,6 +40,14 @@ struct counters {
     uint64_t rx_access_errors = 0;     // rkey/access/bounds failures (nothing written)
     uint64_t completions = 0;
     uint64_t conn_errors = 0;
+    uint64_t cookies_sent = 0;         // CONNECTs answered with a COOKIE, no state kept
+    uint64_t rx_bad_cookie = 0;        // CONNECT with a wrong or expired cookie, stray COOKIE
+    uint64_t rx_bad_token = 0;         // CLOSE, CLOSE_ACK or PROBE_ACK failing its checks
+    uint64_t rx_bad_shape = 0;         // data packets off the mtu grid or with missing/repeated parts
+    uint64_t rx_hint_floored = 0;      // rate hints raised to cc.min_rate_hint_mbps
+    uint64_t keepalives = 0;           // probes of a quiet peer (spec 7.8)
+    uint64_t conns_expired = 0;        // connections failed by silence while idle
+    uint64_t conns_reaped = 0;         // failed connections freed after the linger time
     std::array<uint64_t, size_t(wire::parse_error::count_)> rx_malformed{};
 
     uint64_t rx_malformed_total() const noexcept

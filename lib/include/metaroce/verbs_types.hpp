@@ -49,6 +49,7 @@ enum class wc_status : uint8_t {
     rem_inv_req_err,
     rnr_retry_exc_err,
     retry_exc_err,
+    rem_op_err,
 };
 std::string_view to_string(wc_status s) noexcept;
 

@@ -53,6 +53,7 @@ struct packet_view {
     const hello_header* hello = nullptr;
     const close_header* close = nullptr;
     const probe_header* probe = nullptr;
+    const cookie_header* cookie = nullptr;
 
     bool is_last() const noexcept { return (flags & bth_flag::last) != 0; }
 };
@@ -101,6 +102,7 @@ size_t build_nak(std::span<uint8_t> out, const bth_fields& b, const nak_header& 
 size_t build_hello(std::span<uint8_t> out, const bth_fields& b, const hello_header& h) noexcept;
 size_t build_close(std::span<uint8_t> out, const bth_fields& b, const close_header& c) noexcept;
 size_t build_probe(std::span<uint8_t> out, const bth_fields& b, const probe_header& p) noexcept;
+size_t build_cookie(std::span<uint8_t> out, const bth_fields& b, const cookie_header& c) noexcept;
 
 // Largest packet the engine builds for a given payload MTU.
 constexpr size_t max_packet_len(size_t mtu) noexcept

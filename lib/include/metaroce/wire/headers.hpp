@@ -34,6 +34,7 @@ enum class opcode : uint8_t {
     close_ack = 0x23,
     probe = 0x24,
     probe_ack = 0x25,
+    cookie = 0x26,
 };
 
 // spec 3.1: BTH flags.
@@ -103,6 +104,7 @@ enum class nak_reason : uint8_t {
     out_of_bounds = 4,   // message range outside the region
     length_error = 5,    // message longer than the posted receive
     invalid_request = 6, // unsupported or inconsistent request
+    remote_operation = 7, // the responder could not place it (its receive buffer went away)
 };
 
 // spec 3.7: negative acknowledgment for one message.
@@ -115,6 +117,7 @@ struct nak_header {
 static_assert(sizeof(nak_header) == 8);
 
 // spec 3.8: CONNECT and ACCEPT carry the sender's connection parameters.
+// CONNECT echoes the acceptor's cookie (spec 7.7); 0 when it has none yet.
 struct hello_header {
     be64_t nonce;        // identifies one connection attempt of the initiator
     be32_t src_conn;     // sender's own connection id
@@ -127,21 +130,31 @@ struct hello_header {
     uint8_t reserved0;
     be16_t rq_depth;     // posted receives per stream
     be32_t reserved1;
+    be64_t cookie;       // CONNECT: the acceptor's cookie echoed; ACCEPT: 0
 } __attribute__((packed));
-static_assert(sizeof(hello_header) == 32);
+static_assert(sizeof(hello_header) == 40);
 
-// spec 3.9: CLOSE and CLOSE_ACK.
+// spec 3.9: CLOSE and CLOSE_ACK. The token (low 32 bits of the connection's nonce)
+// shows the sender took part in the handshake.
 struct close_header {
     be32_t src_conn;
-    be32_t reserved;
+    be32_t token;
 } __attribute__((packed));
 static_assert(sizeof(close_header) == 8);
 
-// spec 3.10: PROBE and PROBE_ACK test one path without carrying data.
+// spec 3.10: PROBE and PROBE_ACK test one path without carrying data. The token is the
+// prober's secret; only an answer that echoes it counts.
 struct probe_header {
-    be32_t probe_id;
+    be32_t token;
     be32_t ts_echo;
 } __attribute__((packed));
 static_assert(sizeof(probe_header) == 8);
+
+// spec 3.11: COOKIE answers a CONNECT without creating state (spec 7.7).
+struct cookie_header {
+    be64_t nonce;        // the CONNECT's nonce, echoed
+    be64_t cookie;       // to be echoed in the next CONNECT
+} __attribute__((packed));
+static_assert(sizeof(cookie_header) == 16);
 
 } // namespace metaroce::wire

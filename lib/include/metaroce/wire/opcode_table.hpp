@@ -63,6 +63,7 @@ constexpr std::array<opcode_info, 256> make_table()
     t[uint8_t(opcode::close_ack)] = fixed_op("CLOSE_ACK", sizeof(close_header));
     t[uint8_t(opcode::probe)] = fixed_op("PROBE", sizeof(probe_header));
     t[uint8_t(opcode::probe_ack)] = fixed_op("PROBE_ACK", sizeof(probe_header));
+    t[uint8_t(opcode::cookie)] = fixed_op("COOKIE", sizeof(cookie_header));
     return t;
 }
 } // namespace detail
