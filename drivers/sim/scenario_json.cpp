@@ -1,5 +1,7 @@
 #include "sim/scenario_json.hpp"
 
+#include "common/strict_json.hpp"
+
 #include <array>
 #include <cmath>
 #include <utility>
@@ -266,9 +268,11 @@ scenario parse_scenario_text(std::string_view text)
 {
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text);
+        j = common::parse_strict_json(text);
     } catch (const nlohmann::json::parse_error& e) {
         throw scenario_error(std::string("invalid JSON: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+        throw scenario_error(e.what());
     }
     return parse_scenario(j);
 }
@@ -278,6 +282,12 @@ void validate(const scenario& s)
     const auto& t = s.topology;
     const auto& w = s.workload;
     const auto& tr = s.transport;
+    endpoint_config core;
+    core.transport = tr;
+    if (const std::string why = metaroce::validate(core); !why.empty()) {
+        // Names are the core's (in ns); the scenario keys are their _us counterparts.
+        invalid("transport", "is not usable by the core: " + why);
+    }
     if (t.planes != tr.planes) {
         invalid("topology.planes", "disagrees with transport planes (set both from topology)");
     }

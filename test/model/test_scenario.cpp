@@ -93,3 +93,23 @@ TEST_CASE("scenario errors name the key", "[scenario]")
     CHECK_THAT(error_of(R"({"topology": [1]})"), Contains("'topology' must be an object"));
     CHECK_THAT(error_of("{"), Contains("invalid JSON"));
 }
+
+TEST_CASE("a key given twice is an error, not a silent override", "[scenario]")
+{
+    CHECK(error_of(R"({"transport": {"max_rto_us": 1000, "max_rto_us": 0}})") ==
+          "duplicate key 'max_rto_us' in 'transport'");
+    CHECK(error_of(R"({"seed": 1, "seed": 2})") == "duplicate key 'seed' in the top level");
+    CHECK(error_of(R"({"faults": {"events": [{"at_us": 1, "at_us": 2, "action": "fail_plane"}]}})")
+              .find("duplicate key 'at_us'") != std::string::npos);
+    // The same key in sibling objects is fine.
+    CHECK(error_of(R"({"topology": {"planes": 2}, "transport": {"mtu": 4096}, "workload": {"senders": 2}})") == "");
+}
+
+TEST_CASE("timer settings the core cannot run with are refused", "[scenario]")
+{
+    const std::string e = error_of(R"({"transport": {"max_rto_us": 0}})");
+    CHECK(e.find("'transport'") != std::string::npos);
+    CHECK(e.find("max_rto_ns") != std::string::npos);
+    CHECK(error_of(R"({"transport": {"min_rto_us": 500, "max_rto_us": 100}})").find("max_rto_ns") !=
+          std::string::npos);
+}

@@ -136,3 +136,20 @@ TEST_CASE("a duration shorter than the transfer stops the run early", "[transfer
     CHECK_FALSE(r.data_verified);
     CHECK(r.virtual_time_us == Approx(10.0));
 }
+
+TEST_CASE("a fabric dropping exactly every other packet ends, with errors if not complete",
+          "[transfer][hostile]")
+{
+    // Gilbert-Elliott with mean loss 0.5 and mean burst 1 alternates deterministically.
+    scenario s = test::small_scenario(wr_opcode::write, loss_kind::gilbert, 0.5);
+    s.loss.burst = 1;
+    s.workload.messages = 8;
+    validate(s);
+    simulator sim(s);
+    const sim_result r = sim.run();
+    INFO(to_json(r).dump());
+    CHECK(r.stop_reason == "done"); // not "time_limit": nothing stalls in silence
+    // Either everything got through or the failures were reported as errors.
+    CHECK((r.work.messages_completed == r.work.messages_total || r.connection_errors() > 0));
+    CHECK(r.work.data_mismatches == 0);
+}
