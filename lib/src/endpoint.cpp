@@ -322,7 +322,9 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
         return;
     }
     const wire::opcode_info& oi = wire::info(p.op);
-    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->paths) {
+    // Paths exist only once the handshake sized them: a connection that failed while
+    // connecting has none, whatever its configured count.
+    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->ptx.size()) {
         ++e.stats.rx_bad_path;
         return;
     }

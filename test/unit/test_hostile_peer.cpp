@@ -438,3 +438,39 @@ TEST_CASE("a message longer than 2^31 bytes is refused", "[hostile][coverage]")
     CHECK(h.cq[0][0].status == wc_status::rem_inv_req_err);
     CHECK(all_zero(dst.bytes));
 }
+
+TEST_CASE("packets for a connection that failed while connecting touch no path state",
+          "[hostile][connect]")
+{
+    transport_config t;
+    t.connect_retries = 2;
+    pair_harness h(t);
+    h.filter = [](const captured&) { return true; }; // the peer never answers
+    const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return h.a().inspect(c)->state == conn_state::error; }));
+    REQUIRE(h.a().inspect(c)->path.empty());
+    h.filter = nullptr;
+    const auto before = h.a().stats();
+    for (wire::opcode op : {wire::opcode::write, wire::opcode::ack, wire::opcode::nak, wire::opcode::probe_ack}) {
+        wire::bth_fields b;
+        b.op = op;
+        b.dst_conn = c;
+        b.path = 3;
+        std::vector<uint8_t> out(256);
+        if (op == wire::opcode::write) {
+            wire::msg_fields m;
+            m.msg_len = 4;
+            const uint8_t payload[4] = {1, 2, 3, 4};
+            out.resize(wire::build_data(out, b, m, payload));
+        } else if (op == wire::opcode::ack) {
+            out.resize(wire::build_ack(out, b, wire::ack_header{}));
+        } else if (op == wire::opcode::nak) {
+            out.resize(wire::build_nak(out, b, wire::nak_header{}));
+        } else {
+            out.resize(wire::build_probe(out, b, wire::probe_header{}));
+        }
+        inject_bytes(h, 0, out);
+    }
+    h.step();
+    CHECK(h.a().stats().rx_bad_path == before.rx_bad_path + 3);
+}
