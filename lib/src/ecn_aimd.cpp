@@ -84,9 +84,11 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
     if (s.now_ns >= c.round_end_ns) {
         // A mark trims only its path; the connection window shrinks when most of its
         // paths are marked, i.e. the bottleneck is common to them (e.g. the last hop).
+        // In slow start the window grows by what is acknowledged (spec 6.1), not by the
+        // round's additive step as well.
         const bool common = 2 * c.round_marked_paths > c.round_paths;
-        end_round(c, common, cfg_.ecn_gain, cfg_.conn_additive_increase, cfg_.conn_cwnd_min,
-                  cfg_.conn_cwnd_max, s.now_ns, s.srtt_ns);
+        end_round(c, common, cfg_.ecn_gain, c.slow_start ? 0.0 : cfg_.conn_additive_increase,
+                  cfg_.conn_cwnd_min, cfg_.conn_cwnd_max, s.now_ns, s.srtt_ns);
         ++c.round_id;
         c.round_paths = 0;
         c.round_marked_paths = 0;
