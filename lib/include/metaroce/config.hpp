@@ -55,10 +55,12 @@ struct transport_config {
     uint32_t rnr_retries = 7;       // 7 means retry forever, as in verbs
     // Liveness of idle connections (spec 7.8): a connection that heard nothing from its
     // peer for keepalive_ns probes it; after idle_timeout_ns of silence it fails, and a
-    // failed connection nobody closes is freed after error_linger_ns.
-    uint64_t keepalive_ns = 100'000'000;
-    uint64_t idle_timeout_ns = 1'000'000'000;
-    uint64_t error_linger_ns = 1'000'000'000;
+    // failed connection nobody closes is freed after error_linger_ns. Generous on
+    // purpose: a process stopped in a debugger or descheduled on a busy host for a
+    // second must not lose its connections.
+    uint64_t keepalive_ns = 200'000'000;
+    uint64_t idle_timeout_ns = 5'000'000'000;
+    uint64_t error_linger_ns = 2'000'000'000;
     cc_config cc;
 };
 
