@@ -3,7 +3,11 @@
 set -euo pipefail
 packages=(meson ninja-build pkg-config g++ python3
           libdpdk-dev dpdk dpdk-dev catch2 libspdlog-dev nlohmann-json3-dev
-          libibverbs-dev rdma-core ibverbs-utils)
+          libibverbs-dev rdma-core ibverbs-utils
+          # scripts/fuzz.sh: clang, libFuzzer + sanitizer runtimes, llvm-symbolizer
+          clang libclang-rt-14-dev llvm
+          # scripts/kfabric.sh: namespaces, tc with BPF, and our BPF program's headers
+          iproute2 libbpf-dev linux-libc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -69,9 +69,11 @@ int main(int argc, char** argv)
             np.transport.max_timeouts = o.max_timeouts;
         }
         np.accept_incoming = !o.client;
-        np.seed = o.local_addr ^ 0x9e3779b97f4a7c15ull;
         np.udp_csum_software = o.udp_csum_sw;
         np.max_connections = std::max<uint32_t>(64, o.qps * 2);
+        for (const auto& g : o.gateways) {
+            np.gateways.emplace_back(g);
+        }
         dpdk::node n(np);
         perf::run_info info;
         for (const auto& c : n.ports()) {
@@ -80,25 +82,45 @@ int main(int argc, char** argv)
         info.planes = o.planes;
         info.paths = o.paths;
         info.link_up = [&n] {
+            // Only memif's link follows the peer process (net_af_packet's stays up).
             for (const auto& c : n.ports()) {
-                if (dpdk::port_link_up(c.port_id)) {
+                if (c.driver == "net_memif" && dpdk::port_link_up(c.port_id)) {
                     return true;
                 }
             }
             return false;
         };
-        if (o.raw) {
-            info.transport = "raw UDP";
-            rc = perf::run_raw(n, o, info);
-        } else {
-            perf::session s(n.w(), o, info);
-            rc = s.run();
+        // Counters and the plane log are printed on failure too: that is when they matter.
+        std::exception_ptr failure;
+        try {
+            if (o.raw) {
+                info.transport = "raw UDP";
+                rc = perf::run_raw(n, o, info);
+            } else {
+                perf::session s(n.w(), o, info);
+                rc = s.run();
+            }
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        if (o.plane_log) {
+            // One line for scripts: what each plane carried and when planes changed state.
+            const dpdk::tsc_clock clk;
+            nlohmann::json j;
+            j["plane_tx_frames"] = n.w().counters().plane_tx_frames;
+            j["plane_rx_frames"] = n.w().counters().plane_rx_frames;
+            j["events"] = dpdk::to_json(n.w().plane_events(), o.planes, clk.wall_offset_ns());
+            std::printf("plane_log %s\n", j.dump().c_str());
+            std::fflush(stdout);
         }
         if (o.show_counters) {
             nlohmann::json j;
             j["worker"] = dpdk::to_json(n.w().counters());
             j["transport"] = dpdk::to_json(n.w().ep().stats());
             std::fprintf(stderr, "%s\n", j.dump(1).c_str());
+        }
+        if (failure) {
+            std::rethrow_exception(failure);
         }
     } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "metaroce-perf: %s\n", e.what());

@@ -52,7 +52,33 @@ enum long_only : int {
     opt_counters,
     opt_min_rto,
     opt_max_timeouts,
+    opt_gateway,
+    opt_plane_log,
 };
+
+// "aa:..:ff[,aa:..:ff...]": one unicast next-hop MAC per plane.
+std::vector<dpdk::mac_addr> parse_gateways(const std::string& text)
+{
+    std::vector<dpdk::mac_addr> out;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        const std::string one = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        dpdk::mac_addr m{};
+        const std::string where = "--gateway: entry " + std::to_string(out.size()) + " '" + one + "'";
+        if (!dpdk::parse_mac(one, m)) {
+            throw std::invalid_argument(where + " is not a MAC address like 02:00:00:00:00:01");
+        }
+        if (m.is_zero() || (m.bytes[0] & 1) != 0) {
+            throw std::invalid_argument(where + " is not a unicast MAC (zero, broadcast or multicast)");
+        }
+        out.push_back(m);
+        if (comma == std::string::npos) {
+            return out;
+        }
+        start = comma + 1;
+    }
+}
 
 } // namespace
 
@@ -106,6 +132,8 @@ void print_usage(const char* prog)
         "      --counters         print datapath and transport counters at exit\n"
         "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000)\n"
         "      --max-timeouts N   consecutive RTOs of a path before the connection fails\n"
+        "      --gateway MAC[,MAC] next-hop router MAC per plane (routed fabric; else on-link)\n"
+        "      --plane-log        print plane state changes and per-plane frames at exit\n"
         "  -h, --help\n",
         prog, dpdk::k_max_planes);
 }
@@ -133,6 +161,8 @@ std::optional<options> parse_options(int argc, char** argv)
         {"counters", no_argument, nullptr, opt_counters},
         {"min-rto-us", required_argument, nullptr, opt_min_rto},
         {"max-timeouts", required_argument, nullptr, opt_max_timeouts},
+        {"gateway", required_argument, nullptr, opt_gateway},
+        {"plane-log", no_argument, nullptr, opt_plane_log},
         {nullptr, 0, nullptr, 0},
     };
     options o;
@@ -202,6 +232,8 @@ std::optional<options> parse_options(int argc, char** argv)
         case opt_max_timeouts:
             o.max_timeouts = uint32_t(parse_uint("--max-timeouts", optarg, 1, 1000));
             break;
+        case opt_gateway: o.gateways = parse_gateways(optarg); break;
+        case opt_plane_log: o.plane_log = true; break;
         case 'h': print_usage(argv[0]); return std::nullopt;
         case ':':
             throw std::invalid_argument(std::string("option ") + argv[optind - 1] +
@@ -230,6 +262,11 @@ std::optional<options> parse_options(int argc, char** argv)
     if (o.client && o.server_addr == o.local_addr) {
         throw std::invalid_argument("the server address equals this node's address " +
                                     dpdk::format_ipv4(o.local_addr) + " (use --local)");
+    }
+    if (!o.gateways.empty() && o.gateways.size() != o.planes) {
+        throw std::invalid_argument("--gateway names " + std::to_string(o.gateways.size()) +
+                                    " MAC(s) for " + std::to_string(o.planes) +
+                                    " plane(s): give one per plane, in plane order");
     }
     if (o.raw && o.qps != 1) {
         throw std::invalid_argument("--raw runs one stream; drop -q");

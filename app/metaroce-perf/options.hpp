@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "dpdk/net_headers.hpp"
 
 namespace metaroce::perf {
 
@@ -31,7 +34,9 @@ struct options {
     bool udp_csum_sw = false;
     bool show_counters = false;
     uint32_t min_rto_us = 0;       // 0: the core's default
-    uint32_t max_timeouts = 0;     // 0: the core's default    // --counters: datapath and transport counters at exit
+    uint32_t max_timeouts = 0;     // 0: the core's default
+    std::vector<dpdk::mac_addr> gateways; // --gateway: next-hop MAC per plane (routed fabric)
+    bool plane_log = false;        // --plane-log: plane events and per-plane frames at exit
     bool is_bw() const noexcept
     {
         return test == test_kind::write_bw || test == test_kind::send_bw ||

@@ -347,9 +347,11 @@ address_line address_of(const endpoint& ep, conn_id c, const memory_region& mr, 
 
 int session::run_client()
 {
-    connect_all();
+    // Allocate and fill the buffer before connecting: nothing polls meanwhile, and on a
+    // loaded host that can take longer than the peer's idle timeout.
     const uint64_t rlen = region_len(o_);
     alloc_region(rlen);
+    connect_all();
     ctrl_msg h{};
     h.magic = wire::be32_t::from_host(k_ctrl_magic);
     h.type = ctrl_type::hello;

@@ -206,8 +206,16 @@ std::string application::planes_json()
                                 {"link_up", !link_down_[p].load()},
                                 {"admin_up", !admin_down_[p].load()},
                                 {"in_use", admin_.up[p].load()}};
+        if (p < cfg_.gateways.size() && cfg_.gateways[p]) {
+            j[std::to_string(p)]["gateway"] = dpdk::format_mac(*cfg_.gateways[p]);
+        }
     }
     dp_->call([&] {
+        const auto& w = dp_->w().counters();
+        for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+            j[std::to_string(p)]["tx_frames"] = w.plane_tx_frames[p];
+            j[std::to_string(p)]["rx_frames"] = w.plane_rx_frames[p];
+        }
         for (const auto& pi : dp_->w().ep().planes()) {
             if (pi.plane < cfg_.ports.size()) {
                 auto& e = j[std::to_string(pi.plane)];

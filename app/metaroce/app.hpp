@@ -44,13 +44,20 @@ public:
     void cmd_stop(const std::vector<std::string>& a);
     void cmd_clear(const std::vector<std::string>& a);
     void cmd_quit(const std::vector<std::string>& a);
+    // Application control from the prompt (the conformance runner drives the app with
+    // these): regions, work requests, their completions, closing a connection.
+    void cmd_mr(const std::vector<std::string>& a);
+    void cmd_post(const std::vector<std::string>& a);
+    void cmd_close(const std::vector<std::string>& a);
 
 private:
     void show_port_stats(const std::string& which);
     void show_conn(const std::vector<std::string>& a);
     void show_path(const std::vector<std::string>& a);
     void show_planes();
+    void show_cq();
     void publish_planes() noexcept;
+    const memory_region& user_region(uint32_t lkey) const;
 
     app_config cfg_;
     dpdk::plane_admin admin_;                           // effective state, read by lcores
@@ -58,6 +65,12 @@ private:
     std::array<std::atomic<bool>, dpdk::k_max_planes> link_down_{};  // from the control thread
     std::array<bool, dpdk::k_max_planes> published_{};  // control thread only
     std::unique_ptr<datapath> dp_;
+    // Regions registered with "mr reg" (the buffer outlives its registration).
+    struct user_mr {
+        dpdk::eal_buffer buf;
+        memory_region mr;
+    };
+    std::vector<user_mr> user_mrs_;
     std::atomic<bool> quit_{false};
     std::atomic<bool> ctrl_quit_{false};
     bool ctrl_running_ = false;

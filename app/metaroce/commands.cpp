@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <sstream>
 #include <stdexcept>
@@ -35,7 +37,22 @@ const command k_commands[] = {
     {"set", "set plane <n> down|up", "take a plane out of service or back", &application::cmd_set},
     {"set", "set fwd write_bw|send_bw|read_bw|write_lat|send_lat", "the forwarding engine",
      &application::cmd_set},
-    {"connect", "connect <addr>", "open a connection to a peer node", &application::cmd_connect},
+    {"connect", "connect <addr> [nowait]", "open a connection to a peer node (nowait: do not wait for it)",
+     &application::cmd_connect},
+    {"close", "close <conn>", "close a connection (its requests flush)", &application::cmd_close},
+    {"mr", "mr reg <len> none|<access>[,<access>...]",
+     "register a region (local_write, remote_write, remote_read); prints its keys", &application::cmd_mr},
+    {"mr", "mr dereg <lkey>", "deregister a region (its memory stays readable)", &application::cmd_mr},
+    {"mr", "mr load <lkey> <offset> <file>", "copy a file's bytes into a region", &application::cmd_mr},
+    {"mr", "mr read <lkey> <offset> <len>", "print bytes of a region in hex", &application::cmd_mr},
+    {"post", "post recv <conn> <stream> <lkey> <offset> <len> <wr_id>", "post a receive",
+     &application::cmd_post},
+    {"post",
+     "post send <conn> write|write_imm|send|send_imm|read <stream> <lkey> <offset> <len> <remote_va> "
+     "<rkey> <imm> <wr_id> [unsignaled]",
+     "post a send work request", &application::cmd_post},
+    {"show", "show cq", "completions of the requests posted with 'post' (taken)", &application::cmd_show},
+    {"show", "show stats", "datapath and transport counters as JSON", &application::cmd_show},
     {"start", "start", "run the engine on every ready connection", &application::cmd_start},
     {"stop", "stop", "stop it and print the accumulated statistics", &application::cmd_stop},
     {"clear", "clear stats", "zero the port, datapath and transport counters",
@@ -115,7 +132,7 @@ namespace {
 void application::cmd_show(const std::vector<std::string>& a)
 {
     if (a.size() < 2) {
-        usage_error("show port stats|conn|path|planes ...", "show what?");
+        usage_error("show port stats|conn|path|planes|cq|stats ...", "show what?");
     }
     if (a[1] == "port") {
         if (a.size() != 4 || a[2] != "stats") {
@@ -131,8 +148,12 @@ void application::cmd_show(const std::vector<std::string>& a)
             usage_error("show planes", "no arguments expected");
         }
         show_planes();
+    } else if (a[1] == "cq" && a.size() == 2) {
+        show_cq();
+    } else if (a[1] == "stats" && a.size() == 2) {
+        std::printf("stats: %s\n", stats_json().c_str());
     } else {
-        usage_error("show port stats|conn|path|planes ...", "unknown object '" + a[1] + "'");
+        usage_error("show port stats|conn|path|planes|cq|stats ...", "unknown object '" + a[1] + "'");
     }
 }
 
@@ -251,9 +272,14 @@ void application::show_path(const std::vector<std::string>& a)
 void application::show_planes()
 {
     std::vector<plane_info> eps;
-    dp_->call([&] { eps = dp_->w().ep().planes(); });
-    std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6s\n", "plane", "port", "name", "mac",
-                "address", "link", "admin", "used", "detected", "paths");
+    dpdk::worker_counters w;
+    dp_->call([&] {
+        eps = dp_->w().ep().planes();
+        w = dp_->w().counters();
+    });
+    std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6s %-12s %-12s\n", "plane", "port",
+                "name", "mac", "address", "link", "admin", "used", "detected", "paths", "tx_frames",
+                "rx_frames");
     const auto& caps = dp_->ports();
     for (size_t p = 0; p < cfg_.ports.size(); ++p) {
         const bool link = !link_down_[p].load();
@@ -262,12 +288,13 @@ void application::show_planes()
         for (const auto& e : eps) {
             ep = e.plane == p ? &e : ep;
         }
-        std::printf("%-6zu %-5u %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6u\n", p, cfg_.ports[p],
+        std::printf("%-6zu %-5u %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6u %-12llu %-12llu\n", p, cfg_.ports[p],
                     caps[p].name.c_str(), dpdk::format_mac(caps[p].mac).c_str(),
                     dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p))).c_str(),
                     link ? "up" : "down", adm ? "up" : "down",
                     admin_.up[p].load() ? "yes" : "no",
-                    ep == nullptr ? "-" : ep->detected_up ? "up" : "down", ep == nullptr ? 0u : ep->paths);
+                    ep == nullptr ? "-" : ep->detected_up ? "up" : "down", ep == nullptr ? 0u : ep->paths,
+                    (unsigned long long)w.plane_tx_frames[p], (unsigned long long)w.plane_rx_frames[p]);
     }
 }
 
@@ -311,9 +338,11 @@ void application::cmd_set(const std::vector<std::string>& a)
 void application::cmd_connect(const std::vector<std::string>& a)
 {
     uint32_t addr = 0;
-    if (a.size() != 2 || !dpdk::parse_ipv4(a[1], addr)) {
-        usage_error("connect <addr>", a.size() != 2 ? "expected one address"
-                                                    : "'" + a[1] + "' is not an IPv4 address");
+    const bool nowait = a.size() == 3 && a[2] == "nowait";
+    if ((a.size() != 2 && !nowait) || !dpdk::parse_ipv4(a[1], addr)) {
+        usage_error("connect <addr>", a.size() < 2 || a.size() > 3 ? "expected one address"
+                                               : a.size() == 3 && !nowait ? "unknown option '" + a[2] + "'"
+                                                                          : "'" + a[1] + "' is not an IPv4 address");
     }
     if (addr == cfg_.address) {
         throw std::invalid_argument("that is this node's own address");
@@ -322,6 +351,10 @@ void application::cmd_connect(const std::vector<std::string>& a)
     dp_->call([&] { c = dp_->w().ep().connect(addr, dp_->now_ns()); });
     if (c == k_no_conn) {
         std::printf("connect: the connection table is full\n");
+        return;
+    }
+    if (nowait) {
+        std::printf("connection %u to %s: connecting\n", c, a[1].c_str());
         return;
     }
     // Wait (bounded) for the handshake so scripts can go on with 'start'.
@@ -438,6 +471,208 @@ void application::cmd_quit(const std::vector<std::string>& a)
         cmd_stop({"stop"});
     }
     quit_ = true;
+}
+
+// ---- application control: what an application on this node would do ----------------
+
+namespace {
+
+uint32_t parse_access(const std::string& s)
+{
+    if (s == "none") {
+        return 0;
+    }
+    uint32_t a = 0;
+    std::istringstream in(s);
+    for (std::string w; std::getline(in, w, ',');) {
+        if (w == "local_write") {
+            a |= access::local_write;
+        } else if (w == "remote_write") {
+            a |= access::remote_write;
+        } else if (w == "remote_read") {
+            a |= access::remote_read;
+        } else {
+            throw std::invalid_argument("unknown access '" + w + "' (local_write, remote_write, remote_read)");
+        }
+    }
+    return a;
+}
+
+bool parse_wr_opcode(const std::string& s, wr_opcode& op)
+{
+    const std::pair<const char*, wr_opcode> names[] = {{"write", wr_opcode::write},
+                                                       {"write_imm", wr_opcode::write_imm},
+                                                       {"send", wr_opcode::send},
+                                                       {"send_imm", wr_opcode::send_imm},
+                                                       {"read", wr_opcode::read}};
+    for (const auto& [n, o] : names) {
+        if (s == n) {
+            op = o;
+            return true;
+        }
+    }
+    return false;
+}
+
+// Identifiers (as in verbs), one word each, so scripts can parse the lines.
+const char* wc_status_name(wc_status st)
+{
+    static const char* const names[] = {"success",         "loc_len_err",       "loc_prot_err",
+                                        "wr_flush_err",    "rem_access_err",    "rem_inv_req_err",
+                                        "rnr_retry_exc_err", "retry_exc_err",   "rem_op_err"};
+    return size_t(st) < std::size(names) ? names[size_t(st)] : "?";
+}
+
+const char* post_result_name(post_result r)
+{
+    static const char* const names[] = {"ok",         "no_such_conn", "conn_not_usable",
+                                        "queue_full", "bad_stream",   "bad_lkey",
+                                        "bad_access", "out_of_bounds", "too_long"};
+    return size_t(r) < std::size(names) ? names[size_t(r)] : "?";
+}
+
+const char* wc_opcode_name(wc_opcode op)
+{
+    switch (op) {
+    case wc_opcode::write: return "write";
+    case wc_opcode::send: return "send";
+    case wc_opcode::read: return "read";
+    case wc_opcode::recv: return "recv";
+    case wc_opcode::recv_rdma_with_imm: return "recv_rdma_with_imm";
+    }
+    return "?";
+}
+
+} // namespace
+
+const memory_region& application::user_region(uint32_t lkey) const
+{
+    for (const user_mr& u : user_mrs_) {
+        if (u.mr.lkey == lkey) {
+            return u.mr;
+        }
+    }
+    throw std::invalid_argument("no region with lkey " + std::to_string(lkey) + " (see 'mr reg')");
+}
+
+void application::cmd_mr(const std::vector<std::string>& a)
+{
+    const std::string what = a.size() >= 2 ? a[1] : "";
+    if (what == "reg" && a.size() == 4) {
+        const uint64_t len = parse_number(a[2], "length");
+        const uint32_t acc = parse_access(a[3]);
+        if (len == 0 || len > (1ull << 30)) {
+            throw std::invalid_argument("length must be 1..2^30");
+        }
+        user_mr u;
+        u.buf = dpdk::eal_buffer("mr_user", len, -1);
+        std::optional<memory_region> mr;
+        dp_->call([&] { mr = dp_->w().ep().memory().register_region(u.buf.data(), len, acc); });
+        if (!mr) {
+            std::printf("mr: the region table is full\n");
+            return;
+        }
+        u.mr = *mr;
+        std::printf("mr registered: lkey 0x%x rkey 0x%x va 0x%llx len %llu\n", mr->lkey, mr->rkey,
+                    (unsigned long long)mr->va, (unsigned long long)len);
+        user_mrs_.push_back(std::move(u));
+    } else if (what == "dereg" && a.size() == 3) {
+        const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
+        bool ok = false;
+        dp_->call([&] { ok = dp_->w().ep().memory().deregister(mr.lkey); });
+        std::printf("mr %s: lkey 0x%x\n", ok ? "deregistered" : "not registered", mr.lkey);
+    } else if (what == "load" && a.size() == 5) {
+        const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
+        const uint64_t off = parse_number(a[3], "offset");
+        std::ifstream f(a[4], std::ios::binary);
+        if (!f) {
+            throw std::invalid_argument("cannot read " + a[4]);
+        }
+        const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (off > mr.length || bytes.size() > mr.length - off) {
+            throw std::invalid_argument("the file does not fit in the region at that offset");
+        }
+        dp_->call([&] { std::copy(bytes.begin(), bytes.end(), mr.host + off); });
+        std::printf("mr loaded: %zu bytes\n", bytes.size());
+    } else if (what == "read" && a.size() == 5) {
+        const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
+        const uint64_t off = parse_number(a[3], "offset");
+        const uint64_t len = parse_number(a[4], "length");
+        if (off > mr.length || len > mr.length - off) {
+            throw std::invalid_argument("the range is outside the region");
+        }
+        std::string hex(2 * len, '0');
+        dp_->call([&] {
+            static const char* k = "0123456789abcdef";
+            for (uint64_t i = 0; i < len; ++i) {
+                hex[2 * i] = k[mr.host[off + i] >> 4];
+                hex[2 * i + 1] = k[mr.host[off + i] & 15];
+            }
+        });
+        std::printf("mr data: %s\n", hex.c_str());
+    } else {
+        usage_error("mr reg|dereg|load|read ...", "see 'help' for the mr commands");
+    }
+}
+
+void application::cmd_post(const std::vector<std::string>& a)
+{
+    const bool recv = a.size() == 8 && a[1] == "recv";
+    const bool send = (a.size() == 12 || (a.size() == 13 && a[12] == "unsignaled")) && a[1] == "send";
+    if (!recv && !send) {
+        usage_error("post recv ... / post send ...", "see 'help' for the arguments");
+    }
+    const conn_id c = conn_id(parse_number(a[2], "connection id"));
+    post_result r = post_result::ok;
+    if (recv) {
+        const uint16_t stream = uint16_t(parse_number(a[3], "stream"));
+        const memory_region& mr = user_region(uint32_t(parse_number(a[4], "lkey")));
+        recv_wr wr;
+        wr.local = sge{mr.va + parse_number(a[5], "offset"), uint32_t(parse_number(a[6], "length")), mr.lkey};
+        wr.wr_id = datapath::user_wr_id(parse_number(a[7], "wr_id"));
+        dp_->call([&] { r = dp_->w().ep().post_recv(c, stream, wr); });
+    } else {
+        send_wr wr;
+        if (!parse_wr_opcode(a[3], wr.op)) {
+            throw std::invalid_argument("unknown opcode '" + a[3] + "'");
+        }
+        wr.stream = uint16_t(parse_number(a[4], "stream"));
+        const memory_region& mr = user_region(uint32_t(parse_number(a[5], "lkey")));
+        wr.local = sge{mr.va + parse_number(a[6], "offset"), uint32_t(parse_number(a[7], "length")), mr.lkey};
+        wr.remote_va = parse_number(a[8], "remote_va");
+        wr.rkey = uint32_t(parse_number(a[9], "rkey"));
+        wr.imm = uint32_t(parse_number(a[10], "imm"));
+        wr.wr_id = datapath::user_wr_id(parse_number(a[11], "wr_id"));
+        wr.signaled = a.size() == 12;
+        dp_->call([&] { r = dp_->w().ep().post_send(c, wr, dp_->now_ns()); });
+    }
+    std::printf("post: %s (%s)\n", post_result_name(r), std::string(to_string(r)).c_str());
+}
+
+void application::show_cq()
+{
+    std::vector<completion> cq;
+    dp_->call([&] { cq = dp_->take_user_completions(); });
+    for (const completion& w : cq) {
+        std::printf("wc %llu conn %u stream %u status %s op %s len %u imm %s\n", (unsigned long long)w.wr_id,
+                    w.conn, w.stream, wc_status_name(w.status), wc_opcode_name(w.op), w.byte_len,
+                    w.has_imm ? std::to_string(w.imm).c_str() : "-");
+    }
+    std::printf("cq: %zu completions\n", cq.size());
+}
+
+void application::cmd_close(const std::vector<std::string>& a)
+{
+    if (a.size() != 2) {
+        usage_error("close <conn>", "expected one connection id");
+    }
+    const conn_id c = conn_id(parse_number(a[1], "connection id"));
+    bool known = false;
+    dp_->call([&] {
+        known = dp_->w().ep().inspect(c).has_value();
+        dp_->w().ep().close(c, dp_->now_ns());
+    });
+    std::printf("close: conn %u%s\n", c, known ? "" : " (no such connection)");
 }
 
 } // namespace metaroce::app

@@ -85,8 +85,34 @@ app_config parse_config(const std::string& text, const std::string& origin)
                                      " port ids (one per plane)");
         }
         c.ports.clear();
+        c.gateways.clear();
         for (size_t i = 0; i < p.size(); ++i) {
-            c.ports.push_back(uint16_t(get_uint(p[i], origin, "ports[" + std::to_string(i) + "]", 0, 1023)));
+            // A port id, or {"port": id, "gateway": "mac"} on a routed plane.
+            const std::string w = "ports[" + std::to_string(i) + "]";
+            if (!p[i].is_object()) {
+                c.ports.push_back(uint16_t(get_uint(p[i], origin, w, 0, 1023)));
+                c.gateways.emplace_back();
+                continue;
+            }
+            check_keys(p[i], origin, w, {"port", "gateway"});
+            if (!p[i].contains("port")) {
+                bad(origin, w, "needs \"port\" (and optionally \"gateway\")");
+            }
+            c.ports.push_back(uint16_t(get_uint(p[i]["port"], origin, w + ".port", 0, 1023)));
+            std::optional<dpdk::mac_addr> gw;
+            if (p[i].contains("gateway")) {
+                dpdk::mac_addr m{};
+                const json& g = p[i]["gateway"];
+                if (!g.is_string() || !dpdk::parse_mac(g.get<std::string>(), m)) {
+                    bad(origin, w + ".gateway", "expected a MAC \"aa:bb:cc:dd:ee:ff\", got " + g.dump());
+                }
+                if (m.is_zero() || (m.bytes[0] & 1) != 0) {
+                    bad(origin, w + ".gateway",
+                        "expected a unicast MAC (not zero, broadcast or multicast), got " + g.dump());
+                }
+                gw = m;
+            }
+            c.gateways.push_back(gw);
         }
     }
     if (j.contains("lcores")) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ namespace metaroce::app {
 struct app_config {
     uint32_t address = 0x0a000001;         // node (plane-0) IPv4
     std::vector<uint16_t> ports{0};        // index = plane
+    // index = plane; a MAC: routed plane, every frame goes to that next hop
+    std::vector<std::optional<dpdk::mac_addr>> gateways;
     std::vector<unsigned> lcores;          // datapath lcores; empty: the first worker lcore
     std::vector<dpdk::static_neighbor> peers;
     transport_config transport;

@@ -32,7 +32,9 @@ struct advert {
 } __attribute__((packed));
 static_assert(sizeof(advert) == 32);
 
-enum class wr_kind : uint8_t { ctrl_recv = 1, ctrl_send, data, data_recv };
+enum class wr_kind : uint8_t { ctrl_recv = 1, ctrl_send, data, data_recv, user };
+constexpr uint64_t k_seq_mask = (1ull << 40) - 1;
+constexpr size_t k_user_cq_max = 4096; // completions "show cq" has not taken yet
 uint64_t make_wr(wr_kind k, uint32_t slot, uint64_t seq)
 {
     return uint64_t(k) << 56 | uint64_t(slot & 0xffff) << 40 | (seq & ((1ull << 40) - 1));
@@ -76,10 +78,10 @@ datapath::datapath(const app_config& cfg, const dpdk::plane_admin* admin) : cfg_
     np.ports = cfg.ports;
     np.transport = cfg.transport;
     np.accept_incoming = true;
-    np.seed = cfg.address ^ 0x5bd1e995u;
     np.mbufs = cfg.mbufs;
     np.udp_csum_software = cfg.udp_checksum_software;
     np.neighbors = cfg.peers;
+    np.gateways = cfg.gateways;
     np.admin = admin;
     np.max_connections = cfg.max_connections;
     node_ = std::make_unique<dpdk::node>(np);
@@ -250,9 +252,30 @@ void datapath::post_data_recv(conn_id c, uint64_t seq)
     node_->w().ep().post_recv(c, k_data_stream, wr);
 }
 
+uint64_t datapath::user_wr_id(uint64_t id) noexcept
+{
+    return make_wr(wr_kind::user, 0, id);
+}
+
+std::vector<completion> datapath::take_user_completions()
+{
+    std::vector<completion> out;
+    out.swap(user_cq_);
+    return out;
+}
+
 void datapath::on_completion(const completion& c, uint64_t now)
 {
     const auto kind = wr_kind(c.wr_id >> 56);
+    if (kind == wr_kind::user) {
+        // Posted from the prompt ("post send/recv"): kept, with its own wr_id, for "show cq".
+        if (user_cq_.size() < k_user_cq_max) {
+            completion u = c;
+            u.wr_id = c.wr_id & k_seq_mask;
+            user_cq_.push_back(u);
+        }
+        return;
+    }
     auto it = conns_.find(c.conn);
     if (c.status != wc_status::success) {
         if (running_ && kind == wr_kind::data) {
@@ -303,7 +326,8 @@ void datapath::on_completion(const completion& c, uint64_t now)
             }
         }
         break;
-    case wr_kind::ctrl_send: break;
+    case wr_kind::ctrl_send:
+    case wr_kind::user: break;
     }
 }
 

@@ -62,6 +62,10 @@ public:
     bool running() const noexcept { return running_; }
     uint64_t now_ns() const noexcept { return clk_.now_ns(); }
     size_t peers_ready() const noexcept;
+    // Requests the prompt posts ("post send/recv") carry this wr_id; their completions
+    // are kept (wr_id restored, at most 4096) until taken for "show cq".
+    static uint64_t user_wr_id(uint64_t id) noexcept;
+    std::vector<completion> take_user_completions();
 
 private:
     struct conn_app {
@@ -101,6 +105,7 @@ private:
     bool running_ = false;
     run_stats run_;
     uint32_t slots_ = 1;
+    std::vector<completion> user_cq_;
 };
 
 } // namespace metaroce::app

@@ -6,6 +6,7 @@
 #include <rte_malloc.h>
 #include <rte_memory.h>
 
+#include <ctime>
 #include <utility>
 
 namespace metaroce::dpdk {
@@ -39,6 +40,13 @@ tsc_clock::tsc_clock() : hz_(rte_get_tsc_hz()), ns_per_cycle_(1e9 / double(hz_))
 uint64_t tsc_clock::now_ns() const noexcept
 {
     return uint64_t(double(rte_rdtsc()) * ns_per_cycle_);
+}
+
+int64_t tsc_clock::wall_offset_ns() const noexcept
+{
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec - int64_t(now_ns());
 }
 
 uint64_t tsc_clock::ns_to_cycles(uint64_t ns) const noexcept

@@ -27,6 +27,8 @@ public:
     uint64_t now_ns() const noexcept;
     uint64_t hz() const noexcept { return hz_; }
     uint64_t ns_to_cycles(uint64_t ns) const noexcept;
+    // CLOCK_REALTIME ns minus now_ns(): turns logged times into wall-clock times.
+    int64_t wall_offset_ns() const noexcept;
 
 private:
     uint64_t hz_;

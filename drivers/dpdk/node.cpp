@@ -1,5 +1,9 @@
 #include "dpdk/node.hpp"
 
+#include <sys/random.h>
+
+#include <stdexcept>
+
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mempool.h>
@@ -8,6 +12,23 @@
 #include "metaroce/wire/codec.hpp"
 
 namespace metaroce::dpdk {
+
+namespace {
+
+// Ids, nonces, ISNs, tokens and the cookie key derive from the seed: on a real network it
+// must be unpredictable (spec 7.9).
+uint64_t os_random_seed()
+{
+    uint64_t seed = 0;
+    while (seed == 0) {
+        if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
+            throw std::runtime_error("getrandom failed: cannot seed the endpoint");
+        }
+    }
+    return seed;
+}
+
+} // namespace
 
 uint32_t node::max_frame(uint16_t mtu) noexcept
 {
@@ -19,6 +40,10 @@ node::node(const node_params& p)
     if (p.ports.empty() || p.ports.size() > k_max_planes) {
         throw dpdk_error("need 1.." + std::to_string(k_max_planes) + " ports, got " +
                          std::to_string(p.ports.size()));
+    }
+    if (p.gateways.size() > p.ports.size()) {
+        throw dpdk_error(std::to_string(p.gateways.size()) + " gateways for " +
+                         std::to_string(p.ports.size()) + " plane(s): at most one per plane");
     }
     const uint32_t frame = max_frame(p.transport.mtu);
     const int socket = int(rte_socket_id());
@@ -38,11 +63,16 @@ node::node(const node_params& p)
             plane.tx_csum = c.tx_csum;
             plane.rx_ip_csum = c.rx_ip_csum;
             plane.rx_udp_csum = c.rx_udp_csum;
+            const size_t idx = wc.planes.size();
+            if (idx < p.gateways.size() && p.gateways[idx]) {
+                plane.routed = true;
+                plane.gateway = *p.gateways[idx];
+            }
             wc.planes.push_back(plane);
         }
         wc.ep.local_addr = p.node_addr;
         wc.ep.accept_incoming = p.accept_incoming;
-        wc.ep.seed = p.seed;
+        wc.ep.seed = p.seed != 0 ? p.seed : os_random_seed();
         wc.ep.max_connections = p.max_connections;
         wc.ep.transport = p.transport;
         wc.ep.transport.planes = uint8_t(p.ports.size());

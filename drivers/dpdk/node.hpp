@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "dpdk/port.hpp"
@@ -18,10 +19,13 @@ struct node_params {
     std::vector<uint16_t> ports;      // one per plane, in plane order
     transport_config transport;
     bool accept_incoming = true;
-    uint64_t seed = 1;
+    uint64_t seed = 0;             // 0: from the OS (getrandom), as spec 7.9 requires
     uint32_t mbufs = 8191;            // per node
     bool udp_csum_software = false;
     std::vector<static_neighbor> neighbors;
+    // Index = plane; a MAC: the plane is routed, every frame goes to that next hop.
+    // Missing or nullopt: on-link (static, learned or broadcast peer MACs).
+    std::vector<std::optional<mac_addr>> gateways;
     const plane_admin* admin = nullptr;
     uint32_t max_connections = 1024;
 };

@@ -3,6 +3,7 @@
 //     plane_ip(node, p) = node + p * 256   (10.0.0.1 -> 10.0.1.1 on plane 1)
 // Peer MACs come from the configuration or are learned from received frames;
 // until then frames go to the broadcast MAC (point-to-point links, L2 fabrics).
+// On a routed plane every frame goes to the plane's gateway (next-hop router) MAC.
 #pragma once
 
 #include <array>
@@ -33,6 +34,8 @@ struct plane_port {
     tx_csum_mode tx_csum;
     bool rx_ip_csum = false;
     bool rx_udp_csum = false;
+    bool routed = false;     // send every frame to `gateway` (routers drop broadcasts)
+    mac_addr gateway{};
 };
 
 struct static_neighbor {

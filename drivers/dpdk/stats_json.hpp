@@ -22,6 +22,8 @@ std::string path_state_name(State s)
 }
 
 nlohmann::json to_json(const worker_counters& c);
+// The plane event log; wall_offset_ns = CLOCK_REALTIME ns - tsc_clock ns, taken now.
+nlohmann::json to_json(const plane_log& log, size_t planes, int64_t wall_offset_ns);
 nlohmann::json to_json(const counters& c);
 nlohmann::json to_json(const conn_info& c, bool with_paths);
 

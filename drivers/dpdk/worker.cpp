@@ -5,6 +5,8 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 
+#include <algorithm>
+
 #include "dpdk/eal.hpp"
 #include "metaroce/wire/headers.hpp"
 
@@ -31,6 +33,8 @@ worker::worker(const worker_config& cfg) : cfg_(cfg), ep_(cfg.ep)
             neigh_[n.plane].set(n.node, n.mac, true);
         }
     }
+    detected_up_.fill(true);
+    admin_up_.fill(true);
 }
 
 worker::~worker()
@@ -51,6 +55,10 @@ bool worker::plane_up(uint8_t plane) const noexcept
 bool worker::poll(uint64_t now_ns)
 {
     ++ctr_.loops;
+    if (last_poll_ns_ != 0 && now_ns > last_poll_ns_) {
+        ctr_.max_poll_gap_ns = std::max(ctr_.max_poll_gap_ns, now_ns - last_poll_ns_);
+    }
+    last_poll_ns_ = now_ns;
     bool busy = false;
     if (cfg_.poll_rx) {
         for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
@@ -65,11 +73,48 @@ bool worker::poll(uint64_t now_ns)
         ep_.on_timer(now_ns);
         busy = true;
     }
+    watch_planes(); // before pulling: the first frames after a change count
     busy |= tx_pull(now_ns);
     if (busy) {
         ++ctr_.busy_loops;
     }
     return busy;
+}
+
+void worker::watch_planes()
+{
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        const bool up = plane_up(p);
+        if (up != admin_up_[p]) {
+            admin_up_[p] = up;
+            plane_changed(p, up, plane_cause::admin);
+        }
+    }
+    const metaroce::counters& s = ep_.stats();
+    const uint64_t changes = s.plane_downs + s.plane_ups;
+    if (changes == plane_changes_seen_) {
+        return;
+    }
+    plane_changes_seen_ = changes;
+    for (const plane_info& pi : ep_.planes()) { // allocates: only on a change
+        if (pi.plane < cfg_.planes.size() && pi.detected_up != detected_up_[pi.plane]) {
+            detected_up_[pi.plane] = pi.detected_up;
+            plane_changed(pi.plane, pi.detected_up, plane_cause::detected);
+        }
+    }
+}
+
+void worker::plane_changed(uint8_t plane, bool up, plane_cause why) noexcept
+{
+    plane_event e;
+    e.t_ns = clk_.now_ns();
+    e.plane = plane;
+    e.up = up;
+    e.cause = why;
+    e.tx_at = ctr_.plane_tx_frames;
+    e.rx_at = ctr_.plane_rx_frames;
+    e.last_tx_ns = last_tx_ns_;
+    log_.record(e);
 }
 
 bool worker::rx_plane(uint8_t plane, uint64_t now_ns)
@@ -115,6 +160,7 @@ bool worker::rx_inbox(uint64_t now_ns)
 void worker::rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns)
 {
     ++ctr_.rx_frames;
+    ++ctr_.plane_rx_frames[plane];
     ctr_.rx_bytes += m->pkt_len;
     std::span<const uint8_t> bytes;
     if (m->nb_segs == 1) {
@@ -175,6 +221,11 @@ void worker::rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns)
     rte_pktmbuf_free(m);
 }
 
+bool worker::port_stalled(uint8_t plane, uint64_t now_ns) const noexcept
+{
+    return stalled_since_[plane] != 0 && now_ns - stalled_since_[plane] >= k_port_stall_ns;
+}
+
 rte_mbuf* worker::tx_alloc() noexcept
 {
     if (spare_n_ == 0) {
@@ -191,11 +242,15 @@ bool worker::tx_pull(uint64_t now_ns)
 {
     // Retry what the ports did not take; while a queue is backed up, leave
     // packets in the core (its windows and pacing decide, nothing is dropped).
+    // A port that has taken nothing for k_port_stall_ns is stalled (net_af_packet
+    // on a link without carrier refuses everything): it must not hold up the other
+    // planes, so its packets are dropped as on a dead link and the transport's
+    // loss recovery and plane detection take over.
     bool backed_up = false;
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
         if (txq_[p].n != 0) {
             tx_flush(p);
-            backed_up |= txq_[p].n >= k_burst;
+            backed_up |= txq_[p].n >= k_burst && !port_stalled(p, now_ns);
         }
     }
     if (backed_up) {
@@ -229,7 +284,7 @@ bool worker::tx_pull(uint64_t now_ns)
         const plane_port& pp = cfg_.planes[f.plane];
         tx_addressing a;
         a.src_mac = pp.mac;
-        a.dst_mac = neigh_[f.plane].lookup(f.dst_addr);
+        a.dst_mac = pp.routed ? pp.gateway : neigh_[f.plane].lookup(f.dst_addr);
         a.src_ip = plane_ip(node(), f.plane);
         a.dst_ip = plane_ip(f.dst_addr, f.plane);
         a.udp_sport = f.udp_sport;
@@ -250,10 +305,15 @@ bool worker::tx_pull(uint64_t now_ns)
             }
         }
         tx_queue& q = txq_[f.plane];
+        if (q.n == q.pkts.size()) { // only a stalled port's queue fills up
+            ++ctr_.tx_port_stalled;
+            rte_pktmbuf_free(m);
+            continue;
+        }
         q.pkts[q.n++] = m;
         if (q.n >= k_burst) {
             tx_flush(f.plane);
-            if (q.n >= k_burst) {
+            if (q.n >= k_burst && !port_stalled(f.plane, now_ns)) {
                 break; // the port is full: stop pulling
             }
         }
@@ -269,11 +329,24 @@ bool worker::tx_pull(uint64_t now_ns)
 void worker::tx_flush(uint8_t plane) noexcept
 {
     tx_queue& q = txq_[plane];
+    // Timed: a PMD may block in here (net_af_packet waits for room in its kernel ring).
+    const uint64_t t0 = clk_.now_ns();
     const uint16_t sent = rte_eth_tx_burst(cfg_.planes[plane].port_id, cfg_.queue, q.pkts.data(), q.n);
+    const uint64_t t1 = clk_.now_ns();
+    ctr_.max_tx_burst_ns = std::max(ctr_.max_tx_burst_ns, t1 - t0);
     for (uint16_t i = 0; i < sent; ++i) {
         ctr_.tx_bytes += q.pkts[i]->pkt_len;
     }
     ctr_.tx_frames += sent;
+    if (sent == 0 && q.n >= k_burst && stalled_since_[plane] == 0) {
+        stalled_since_[plane] = last_poll_ns_;
+    }
+    if (sent != 0) {
+        stalled_since_[plane] = 0;
+        ctr_.plane_tx_frames[plane] += sent;
+        last_tx_ns_[plane] = t1;
+        log_.on_tx(plane, last_tx_ns_[plane]);
+    }
     if (sent < q.n) {
         ++ctr_.tx_queue_full;
         std::copy(q.pkts.begin() + sent, q.pkts.begin() + q.n, q.pkts.begin());

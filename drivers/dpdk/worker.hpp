@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "dpdk/eal.hpp"
 #include "dpdk/encap.hpp"
+#include "dpdk/plane_log.hpp"
 #include "dpdk/planes.hpp"
 #include "metaroce/endpoint.hpp"
 
@@ -30,6 +32,8 @@ struct rte_ring;
 namespace metaroce::dpdk {
 
 inline constexpr uint16_t k_burst = 32;
+// A port that took no frame for this long is stalled (its link is down).
+inline constexpr uint64_t k_port_stall_ns = 1'000'000;
 
 struct worker_counters {
     uint64_t loops = 0;
@@ -46,10 +50,15 @@ struct worker_counters {
     uint64_t tx_no_mbuf = 0;
     uint64_t tx_bad_frame = 0;     // the core named a plane we do not have
     uint64_t tx_queue_full = 0;    // bursts the port did not take whole (kept, retried)
+    uint64_t tx_port_stalled = 0;  // dropped: their port took nothing for k_port_stall_ns
     uint64_t handoff_out = 0;
     uint64_t handoff_in = 0;
     uint64_t handoff_drops = 0;
     uint64_t timer_calls = 0;
+    uint64_t max_poll_gap_ns = 0;  // longest time between two polls (descheduled, stalled)
+    uint64_t max_tx_burst_ns = 0;  // longest single rte_eth_tx_burst call
+    std::array<uint64_t, k_max_planes> plane_rx_frames{};
+    std::array<uint64_t, k_max_planes> plane_tx_frames{};
 
     uint64_t rx_drops_total() const noexcept
     {
@@ -99,14 +108,20 @@ public:
 
     const worker_counters& counters() const noexcept { return ctr_; }
     void clear_counters() noexcept { ctr_ = {}; }
+    // Plane state changes with their times (tsc_clock ns) and the first sends after.
+    const plane_log& plane_events() const noexcept { return log_; }
+    void clear_plane_events() noexcept { log_.clear(); }
 
 private:
+    void watch_planes();
+    void plane_changed(uint8_t plane, bool up, plane_cause why) noexcept;
     bool plane_up(uint8_t plane) const noexcept;
     void rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns);
     bool rx_plane(uint8_t plane, uint64_t now_ns);
     bool rx_inbox(uint64_t now_ns);
     bool tx_pull(uint64_t now_ns);
     void tx_flush(uint8_t plane) noexcept;
+    bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
     rte_mbuf* tx_alloc() noexcept;
 
     worker_config cfg_;
@@ -123,6 +138,16 @@ private:
     std::array<rte_mbuf*, k_burst> spare_{}; // allocated in bulk, not yet used
     uint16_t spare_n_ = 0;
     std::array<uint8_t, 16384> scratch_{};   // linearised multi-segment frames
+
+    // Plane watch: compared once per poll, the endpoint's list read only on a change.
+    tsc_clock clk_;
+    plane_log log_;
+    uint64_t plane_changes_seen_ = 0;          // endpoint plane_downs + plane_ups
+    std::array<bool, k_max_planes> detected_up_{};
+    std::array<bool, k_max_planes> admin_up_{};
+    std::array<uint64_t, k_max_planes> last_tx_ns_{};
+    uint64_t last_poll_ns_ = 0;
+    std::array<uint64_t, k_max_planes> stalled_since_{}; // 0: the port takes frames
 };
 
 } // namespace metaroce::dpdk
