@@ -1,6 +1,7 @@
 // metaroce-perf: perftest for MetaRoCE over DPDK ports.
 //   server: metaroce-perf [EAL options] -- write_bw [options]
 //   client: metaroce-perf [EAL options] -- write_bw [options] 10.0.0.1
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -64,6 +65,8 @@ int main(int argc, char** argv)
         np.transport.paths = o.paths;
         if (o.min_rto_us != 0) {
             np.transport.min_rto_ns = uint64_t(o.min_rto_us) * 1000;
+            // A floor above the default ceiling raises the ceiling with it.
+            np.transport.max_rto_ns = std::max(np.transport.max_rto_ns, np.transport.min_rto_ns);
         }
         if (o.max_timeouts != 0) {
             np.transport.max_timeouts = o.max_timeouts;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strict_json.hpp"
+
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -67,9 +69,11 @@ app_config parse_config(const std::string& text, const std::string& origin)
 {
     json j;
     try {
-        j = json::parse(text);
+        j = common::parse_strict_json(text);
     } catch (const json::parse_error& e) {
         throw std::invalid_argument(origin + ": not valid JSON: " + e.what());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(origin + ": " + e.what());
     }
     app_config c;
     check_keys(j, origin, "top level",
@@ -150,7 +154,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
         const json& t = j["transport"];
         check_keys(t, origin, "transport",
                    {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us",
-                    "max_timeouts"});
+                    "max_rto_us", "max_timeouts"});
         if (t.contains("mtu")) {
             c.transport.mtu = uint16_t(get_uint(t["mtu"], origin, "transport.mtu", 256, 9000));
         }
@@ -174,6 +178,13 @@ app_config parse_config(const std::string& text, const std::string& origin)
         }
         if (t.contains("min_rto_us")) {
             c.transport.min_rto_ns = get_uint(t["min_rto_us"], origin, "transport.min_rto_us", 1, 1'000'000) * 1000;
+        }
+        if (t.contains("max_rto_us")) {
+            c.transport.max_rto_ns = get_uint(t["max_rto_us"], origin, "transport.max_rto_us", 1, 10'000'000) * 1000;
+        }
+        if (c.transport.max_rto_ns < c.transport.min_rto_ns) {
+            bad(origin, "transport.max_rto_us", "must be at least transport.min_rto_us (" +
+                                                    std::to_string(c.transport.min_rto_ns / 1000) + " us)");
         }
     }
     if (j.contains("engine")) {
@@ -199,6 +210,13 @@ app_config parse_config(const std::string& text, const std::string& origin)
         c.udp_checksum_software = j["udp_checksum_software"].get<bool>();
     }
     c.transport.planes = uint8_t(c.ports.size());
+    endpoint_config core;
+    core.transport = c.transport;
+    core.max_connections = c.max_connections;
+    if (const std::string why = validate(core); !why.empty()) {
+        // The core's names are in ns where the file's keys are in us.
+        throw std::invalid_argument(origin + ": transport: not usable by the core: " + why);
+    }
     return c;
 }
 
