@@ -432,23 +432,8 @@ void endpoint::impl::flush(connection& c) noexcept
     }
     for (uint16_t st = 0; st < c.streams.size(); ++st) {
         try_complete(c, st);
-        stream_state& ss = c.streams[st];
-        while (ss.rq_consumed != ss.rq_posted) {
-            const posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
-            completion wc;
-            wc.wr_id = r.wr_id;
-            wc.conn = c.id;
-            wc.stream = st;
-            // The receive whose buffer was deregistered under an arriving SEND says so.
-            const bool prot = c.prot_err_stream == int32_t(st) && c.prot_err_seq == ss.rq_consumed;
-            wc.status = prot ? wc_status::loc_prot_err : wc_status::wr_flush_err;
-            wc.op = wc_opcode::recv;
-            if (!push_cq(c, wc)) {
-                break;
-            }
-            ++ss.rq_consumed;
-        }
     }
+    flush_recvs(c);
     for (read_job& j : c.jobs) {
         j = read_job{};
     }
@@ -464,6 +449,30 @@ void endpoint::impl::flush(connection& c) noexcept
     c.retx_paths.clear();
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
+}
+
+// Completes every posted receive with a flush status, in order, as far as the CQ has
+// room; the rest follow from poll_cq (resume_cq_waiters), so none is lost.
+void endpoint::impl::flush_recvs(connection& c) noexcept
+{
+    for (uint16_t st = 0; st < c.streams.size(); ++st) {
+        stream_state& ss = c.streams[st];
+        while (ss.rq_consumed != ss.rq_posted) {
+            const posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
+            completion wc;
+            wc.wr_id = r.wr_id;
+            wc.conn = c.id;
+            wc.stream = st;
+            // The receive whose buffer was deregistered under an arriving SEND says so.
+            const bool prot = c.prot_err_stream == int32_t(st) && c.prot_err_seq == ss.rq_consumed;
+            wc.status = prot ? wc_status::loc_prot_err : wc_status::wr_flush_err;
+            wc.op = wc_opcode::recv;
+            if (!push_cq(c, wc)) {
+                return;
+            }
+            ++ss.rq_consumed;
+        }
+    }
 }
 
 void endpoint::impl::enter_error(connection& c, wc_status first) noexcept

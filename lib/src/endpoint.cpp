@@ -111,7 +111,12 @@ void endpoint::impl::resume_cq_waiters() noexcept
         c->cq_blocked = false;
         for (uint16_t s = 0; s < c->streams.size(); ++s) {
             try_complete(*c, s);
-            try_commit(*c, s);
+            if (c->state == conn_state::established) {
+                try_commit(*c, s);
+            }
+        }
+        if (c->state != conn_state::established && c->state != conn_state::connecting) {
+            flush_recvs(*c); // receives a flush could not report while the CQ was full
         }
     }
 }

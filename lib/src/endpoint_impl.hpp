@@ -112,6 +112,7 @@ struct endpoint::impl {
     bool ctrl_timer(connection& c, uint64_t now) noexcept;
     void enter_error(connection& c, wc_status first) noexcept;
     void flush(connection& c) noexcept;
+    void flush_recvs(connection& c) noexcept;
     void free_conn(connection& c) noexcept;
     uint16_t path_entropy(const connection& c, uint32_t path, uint32_t epoch) const noexcept;
 

@@ -474,3 +474,34 @@ TEST_CASE("packets for a connection that failed while connecting touch no path s
     h.step();
     CHECK(h.a().stats().rx_bad_path == before.rx_bad_path + 3);
 }
+
+TEST_CASE("receives flushed while the CQ is full complete once it drains", "[hostile][cq]")
+{
+    transport_config t;
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.cq_depth = 4;
+    pair_harness h(pair_harness::config(pair_harness::k_addr_a, t, 11), cb, 1000);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    buffer rbuf(h.b(), 4096, k_all_access);
+    for (uint64_t i = 0; i < 10; ++i) {
+        REQUIRE(h.b().post_recv(pc, 0, make_recv(rbuf, 100 + i)) == post_result::ok);
+    }
+    h.auto_drain[1] = false; // b's application is not polling
+    buffer src(h.a(), 64, k_all_access, 3);
+    send_wr bad = make_wr(wr_opcode::write, src, rbuf, 1);
+    bad.rkey ^= 0x10000; // a fatal NAK puts b in ERROR: its 10 receives flush
+    REQUIRE(h.a().post_send(c, bad, h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.b().inspect(pc)->state == conn_state::error; }));
+    std::vector<completion> got;
+    completion wc[2];
+    for (int round = 0; round < 20 && got.size() < 10; ++round) {
+        const size_t n = h.b().poll_cq(wc); // two at a time, as a slow application
+        got.insert(got.end(), wc, wc + n);
+    }
+    REQUIRE(got.size() == 10);
+    for (size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].wr_id == 100 + i);
+        CHECK(got[i].status == wc_status::wr_flush_err);
+    }
+}
