@@ -298,6 +298,16 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             ++c.job_count;
             mark_ready(c);
         } else if (oi.consumes_recv) {
+            if (rs.recv_seq != ss.rq_consumed) {
+                // Receives are consumed in posting order (spec 4.1): a message naming
+                // another than the next one would complete the wrong receive.
+                ++stats.rx_invalid;
+                c.has_fatal = true;
+                c.fatal_reason = wire::nak_reason::invalid_request;
+                c.fatal_msn = rs.msn;
+                enter_error(c, wc_status::wr_flush_err);
+                return;
+            }
             const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
             completion wc;
             wc.wr_id = pr.wr_id;

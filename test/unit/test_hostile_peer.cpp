@@ -505,3 +505,34 @@ TEST_CASE("receives flushed while the CQ is full complete once it drains", "[hos
         CHECK(got[i].status == wc_status::wr_flush_err);
     }
 }
+
+TEST_CASE("a message naming a later receive than the next one completes no receive", "[hostile][recv]")
+{
+    transport_config t;
+    t.paths = 1;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    buffer src(h.a(), 64, k_all_access, 41);
+    buffer dst(h.b(), 64, k_all_access);
+    buffer rbuf(h.b(), 64, k_all_access);
+    for (uint64_t i = 0; i < 3; ++i) {
+        REQUIRE(h.b().post_recv(pc, 0, make_recv(rbuf, 10 + i)) == post_result::ok);
+    }
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write_imm)) {
+            const auto v = p.view();
+            wire::packet_view ahead = v;
+            ahead.recv_seq = v.recv_seq + 2; // names receive #3 while #1 is next
+            p.bytes = rebuild(v, v.psn, v.path, ahead);
+        }
+        return false;
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write_imm, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[1].size() >= 3; }));
+    for (size_t i = 0; i < h.cq[1].size(); ++i) {
+        CHECK(h.cq[1][i].wr_id == 10 + i); // each receive once, in posting order
+        CHECK(h.cq[1][i].status == wc_status::wr_flush_err);
+    }
+    CHECK(h.b().inspect(pc)->state == conn_state::error);
+}
