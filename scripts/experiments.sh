@@ -1,25 +1,59 @@
 #!/usr/bin/env bash
-# Runs the issue-4 experiments (loss, incast, plane scaling, plane failure,
-# collectives) for metaroce and the RoCEv2 model and writes JSON, PNG plots and
-# doc/results/README.md. --quick runs a smaller, faster subset.
-# SIM=path/to/metaroce-sim uses that binary instead of building ./build (e.g. one
-# built from a clean checkout while the core is being edited).
+# Runs the issue-4 experiments (loss, incast, plane scaling, plane failure, collectives)
+# on the fabric model for metaroce and the RoCEv2 model: the JSON of every run, a
+# README.md with the tables and targets, and SVG figures (no plotting package needed).
+#   ./scripts/experiments.sh [--quick] [--update] [--out DIR]
+#   --quick   a smaller, faster set (about a tenth of the time; no 256:1 incast)
+#   --out DIR where the run goes (default build/experiments, or build/experiments/quick);
+#             tracked files are left alone
+#   --update  then publishes the run: replaces doc/results/ with it and rewrites the
+#             figures block of README.md (between its experiments markers)
+# SIM=path/to/metaroce-sim uses that binary instead of building it in ./build.
+# The model suite's experiments_results_match test checks that doc/results/ and README.md
+# follow from the JSON in doc/results/ (without re-running anything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Plots use Debian's matplotlib with the system python (python3 on PATH may be a pyenv).
-if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get install -y -q python3-matplotlib
-fi
+
+quick=()
+update=0
+out=
+while [ $# -gt 0 ]; do
+  case $1 in
+  --quick) quick=(--quick) ;;
+  --update) update=1 ;;
+  --out)
+    [ $# -ge 2 ] || { echo "experiments: --out needs a directory" >&2; exit 2; }
+    out=$2
+    shift
+    ;;
+  -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "experiments: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "$out" ] || out=build/experiments${quick:+/quick}
+
 sim="${SIM:-}"
 if [ -z "$sim" ]; then
-  if [ ! -f build/build.ninja ]; then
-    meson setup build
-  fi
+  ./scripts/install-deps.sh
+  [ -f build/build.ninja ] || meson setup build
   ninja -C build -j1 app/metaroce-sim/metaroce-sim
   sim=build/app/metaroce-sim/metaroce-sim
 fi
-out=doc/results
-[ "${1:-}" = "--quick" ] && out=doc/results/quick
-/usr/bin/python3 scripts/experiments/run.py "$sim" "$out" "$@"
+
+# A fresh directory, so nothing of an earlier run is mistaken for this one.
+rm -rf "$out"
+mkdir -p "$out"
+echo "experiments: running the ${quick:+quick }set into $out/"
+nice python3 scripts/experiments/run.py "$sim" "$out" "${quick[@]}"
+
+if [ "$update" -eq 1 ]; then
+  rm -rf doc/results
+  mkdir -p doc/results
+  cp -r "$out"/. doc/results/
+  python3 scripts/experiments/report.py doc/results --readme README.md
+  python3 scripts/experiments/report.py doc/results --readme README.md --check
+  echo "experiments: published to doc/results/ and README.md's figures block"
+else
+  echo "experiments: tracked files untouched; --update publishes a run to doc/results/ and README.md"
+fi

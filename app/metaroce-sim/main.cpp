@@ -1,5 +1,6 @@
-// metaroce-sim SCENARIO.json [--seed N] [--quiet]: runs one scenario on the fabric
-// model and prints the result as JSON on stdout. Exit 2 on a bad scenario or usage.
+// metaroce-sim SCENARIO.json [--seed N] [--timeline] [--progress SEC] [--quiet]: runs
+// one scenario on the fabric model and prints the result as JSON on stdout, without the
+// per-bin timeline unless asked. Exit 2 on a bad scenario or usage.
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "compact_json.hpp"
+#include "heartbeat.hpp"
 #include "sim/scenario_json.hpp"
 #include "sim/simulator.hpp"
 
@@ -21,12 +24,19 @@ struct options {
     std::string path;
     std::optional<uint64_t> seed;
     bool quiet = false;
+    bool timeline = false;
+    double progress_s = 5;
 };
 
 int usage(const std::string& why)
 {
     std::cerr << "metaroce-sim: " << why << "\n"
-              << "usage: metaroce-sim SCENARIO.json [--seed N] [--quiet]   (- reads stdin)\n";
+              << "usage: metaroce-sim SCENARIO.json [--seed N] [--timeline] [--progress SEC] [--quiet]\n"
+              << "  SCENARIO.json  the scenario (doc/model.md); - reads stdin\n"
+              << "  --seed N       overrides the scenario's seed\n"
+              << "  --timeline     adds the per-bin timeline (goodput, per plane, last-hop queue)\n"
+              << "  --progress SEC a progress line on stderr every SEC seconds (default 5, 0: none)\n"
+              << "  --quiet        nothing on stderr but errors\n";
     return k_exit_usage;
 }
 
@@ -37,6 +47,19 @@ std::string parse_args(int argc, char** argv, options& o)
         const std::string_view a = argv[i];
         if (a == "--quiet" || a == "-q") {
             o.quiet = true;
+        } else if (a == "--timeline") {
+            o.timeline = true;
+        } else if (a == "--progress") {
+            if (i + 1 >= argc) {
+                return "--progress needs a value";
+            }
+            const std::string_view v = argv[++i];
+            double sec = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), sec);
+            if (ec != std::errc{} || end != v.data() + v.size() || sec < 0) {
+                return "--progress must be a number of seconds >= 0, got '" + std::string(v) + "'";
+            }
+            o.progress_s = sec;
         } else if (a == "--seed") {
             if (i + 1 >= argc) {
                 return "--seed needs a value";
@@ -102,12 +125,24 @@ int main(int argc, char** argv)
     if (!o.quiet) {
         std::cerr << "metaroce-sim: running '" << s.name << "' (seed " << s.seed << ")\n";
     }
-    metaroce::sim::simulator sim(s);
-    const auto r = sim.run();
-    std::cout << metaroce::sim::to_json(r).dump(2) << "\n";
+    metaroce::sim::sim_result r;
+    {
+        const metaroce::sim_cli::heartbeat beat(s.name, o.quiet ? 0 : o.progress_s);
+        metaroce::sim::simulator sim(s);
+        r = sim.run();
+    }
+    auto j = metaroce::sim::to_json(r);
+    if (!o.timeline) {
+        j.erase("timeline");
+    }
+    std::cout << metaroce::sim_cli::compact_dump(j) << "\n";
     if (!o.quiet) {
         std::fprintf(stderr, "metaroce-sim: %s, %.3f Gb/s, %.3f s wall, %.0f events/s\n",
                      r.stop_reason.c_str(), r.goodput_gbps, r.wall_time_s, r.events_per_second);
+        if (!o.timeline) {
+            std::fprintf(stderr, "metaroce-sim: timeline (%zu bins of %g us) left out; --timeline adds it\n",
+                         r.timeline.bytes.size(), r.timeline.interval_us);
+        }
     }
     const bool ok = r.data_verified || r.stop_reason == "duration";
     return ok ? 0 : k_exit_failed;
