@@ -136,7 +136,9 @@ rx_result parse_frame(std::span<const uint8_t> frame, uint16_t udp_dport,
         r.drop = rx_drop::not_udp;
         return r;
     }
-    if (!hw.ip_good && ipv4_header_checksum(h->ip) != h->ip.checksum.host()) {
+    // Verified as RFC 1071 says, over the header with its checksum: recomputing and
+    // comparing would refuse 0xffff, which incremental updates (RFC 1624) can produce.
+    if (!hw.ip_good && fold(sum_bytes(reinterpret_cast<const uint8_t*>(&h->ip), sizeof h->ip, 0)) != 0xffff) {
         r.drop = rx_drop::bad_ip_checksum;
         return r;
     }

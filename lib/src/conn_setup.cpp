@@ -283,7 +283,7 @@ void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint
     const uint32_t src_conn = p.close->src_conn.host();
     const uint32_t token = p.close->token.host();
     connection* c = find(p.dst_conn);
-    if (c != nullptr && c->peer_addr == m.src_addr) {
+    if (c != nullptr && c->peer_addr == m.src_addr && !c->free_pending) {
         // spec 7.4: only the peer that took part in the handshake may close it.
         if (c->peer_conn != src_conn || uint32_t(c->nonce) != token) {
             ++stats.rx_bad_token;
@@ -505,6 +505,16 @@ void endpoint::impl::free_conn(connection& c) noexcept
         if (it != by_peer.end() && it->second == c.id) {
             by_peer.erase(it);
         }
+    }
+    if (c.cq_blocked) {
+        // Its flush could not report every work request yet (the CQ is full): the
+        // connection stays, CLOSED and silent, until poll_cq has made room for all of
+        // them (spec 7.4: every outstanding request completes). resume_cq_waiters frees it.
+        c.state = conn_state::closed;
+        c.free_pending = true;
+        c.ctrl_deadline = c.keepalive_next = c.linger_deadline = k_no_deadline;
+        c.hello_pending = c.close_pending = false;
+        return;
     }
     std::erase(cq_waiters, c.id);
     rates.release(idx);

@@ -302,6 +302,7 @@ struct connection {
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
     bool local_fault = false;         // a local buffer failed its check while sending
+    bool free_pending = false;        // freed once its flush completions are all reported
     int32_t prot_err_stream = k_nil;  // receive that met a deregistered buffer (loc_prot_err)
     uint32_t prot_err_seq = 0;
 

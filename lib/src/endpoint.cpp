@@ -118,6 +118,9 @@ void endpoint::impl::resume_cq_waiters() noexcept
         if (c->state != conn_state::established && c->state != conn_state::connecting) {
             flush_recvs(*c); // receives a flush could not report while the CQ was full
         }
+        if (c->free_pending && !c->cq_blocked) {
+            free_conn(*c);
+        }
     }
 }
 
@@ -434,8 +437,8 @@ void endpoint::close(conn_id id, uint64_t now)
     impl& e = *impl_;
     e.clock = now;
     connection* c = e.find(id);
-    if (c == nullptr) {
-        return;
+    if (c == nullptr || c->free_pending) {
+        return; // gone, or closed and only waiting to report its flush
     }
     if (c->state == conn_state::connecting || c->state == conn_state::closed) {
         c->state = conn_state::closed;

@@ -536,3 +536,38 @@ TEST_CASE("a message naming a later receive than the next one completes no recei
     }
     CHECK(h.b().inspect(pc)->state == conn_state::error);
 }
+
+TEST_CASE("a connection closed by its peer while the CQ is full still reports every request",
+          "[hostile][cq]")
+{
+    transport_config t;
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.cq_depth = 4;
+    pair_harness h(pair_harness::config(pair_harness::k_addr_a, t, 11), cb, 1000);
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    buffer rbuf(h.b(), 4096, k_all_access);
+    for (uint64_t i = 0; i < 10; ++i) {
+        REQUIRE(h.b().post_recv(pc, 0, make_recv(rbuf, 100 + i)) == post_result::ok);
+    }
+    h.auto_drain[1] = false;
+    h.a().close(c, h.now()); // b flushes 10 receives into a CQ of 4, then frees
+    REQUIRE(h.run_until([&] { return h.a().connections().empty(); }));
+    std::vector<completion> got;
+    completion wc[2];
+    for (int round = 0; round < 20 && got.size() < 10; ++round) {
+        const size_t n = h.b().poll_cq(wc);
+        got.insert(got.end(), wc, wc + n);
+    }
+    REQUIRE(got.size() == 10);
+    for (size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].wr_id == 100 + i);
+        CHECK(got[i].status == wc_status::wr_flush_err);
+    }
+    CHECK(h.b().connections().empty()); // freed once everything was reported
+    size_t closed_events = 0;
+    for (const conn_event& e : h.events[1]) {
+        closed_events += e.what == conn_event::kind::closed ? 1 : 0;
+    }
+    CHECK(closed_events == 1);
+}
