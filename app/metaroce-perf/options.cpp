@@ -82,18 +82,6 @@ std::vector<dpdk::mac_addr> parse_gateways(const std::string& text)
 
 } // namespace
 
-const char* test_name(test_kind t) noexcept
-{
-    switch (t) {
-    case test_kind::write_bw: return "write_bw";
-    case test_kind::send_bw: return "send_bw";
-    case test_kind::read_bw: return "read_bw";
-    case test_kind::write_lat: return "write_lat";
-    case test_kind::send_lat: return "send_lat";
-    }
-    return "?";
-}
-
 const char* test_title(test_kind t) noexcept
 {
     switch (t) {
@@ -175,21 +163,13 @@ std::optional<options> parse_options(int argc, char** argv)
         switch (c) {
         case 1: {
             const std::string_view arg = optarg;
-            bool is_test = false;
-            for (auto t : {test_kind::write_bw, test_kind::send_bw, test_kind::read_bw,
-                           test_kind::write_lat, test_kind::send_lat}) {
-                if (arg == test_name(t)) {
-                    if (have_test) {
-                        throw std::invalid_argument("two tests given: " +
-                                                    std::string(test_name(o.test)) + " and " +
-                                                    std::string(arg));
-                    }
-                    o.test = t;
-                    have_test = true;
-                    is_test = true;
+            if (const auto t = engines::parse_test(arg)) {
+                if (have_test) {
+                    throw std::invalid_argument("two tests given: " + std::string(test_name(o.test)) +
+                                                " and " + std::string(arg));
                 }
-            }
-            if (is_test) {
+                o.test = *t;
+                have_test = true;
                 break;
             }
             if (o.client) {

@@ -7,10 +7,12 @@
 #include <vector>
 
 #include "dpdk/net_headers.hpp"
+#include "engines/test_kind.hpp"
 
 namespace metaroce::perf {
 
-enum class test_kind : uint8_t { write_bw, send_bw, read_bw, write_lat, send_lat };
+using engines::test_kind;
+using engines::test_name;
 
 struct options {
     test_kind test = test_kind::write_bw;
@@ -37,14 +39,9 @@ struct options {
     uint32_t max_timeouts = 0;     // 0: the core's default
     std::vector<dpdk::mac_addr> gateways; // --gateway: next-hop MAC per plane (routed fabric)
     bool plane_log = false;        // --plane-log: plane events and per-plane frames at exit
-    bool is_bw() const noexcept
-    {
-        return test == test_kind::write_bw || test == test_kind::send_bw ||
-               test == test_kind::read_bw;
-    }
+    bool is_bw() const noexcept { return engines::is_bw(test); }
 };
 
-const char* test_name(test_kind t) noexcept;
 // perftest's title line, e.g. "RDMA_Write BW Test".
 const char* test_title(test_kind t) noexcept;
 

@@ -91,7 +91,7 @@ void print_lat_row(const lat_result& r)
     std::fflush(stdout);
 }
 
-lat_result summarise_latency(uint64_t bytes, std::vector<double>& s)
+lat_result summarise_latency(uint64_t bytes, std::vector<double> s)
 {
     lat_result r;
     r.bytes = bytes;
@@ -120,6 +120,46 @@ lat_result summarise_latency(uint64_t bytes, std::vector<double>& s)
     r.p99 = at(0.99);
     r.p999 = at(0.999);
     return r;
+}
+
+namespace {
+double to_unit(const options& o, double bytes_per_s)
+{
+    return o.report_gbits ? bytes_per_s * 8 / 1e9 : bytes_per_s / (1 << 20);
+}
+} // namespace
+
+void bw_timing::completed(uint64_t now_ns, uint64_t bytes)
+{
+    last_ns = now_ns;
+    const uint64_t bin = (now_ns - start_ns) / k_bin_ns;
+    if (bin >= bins.size()) {
+        bins.resize(bin + 1, 0);
+    }
+    bins[bin] += bytes;
+}
+
+bw_result bw_row(const options& o, uint64_t size, uint64_t iters, uint64_t elapsed_ns, double peak)
+{
+    bw_result r;
+    r.bytes = size;
+    r.iters = iters;
+    r.seconds = double(elapsed_ns) / 1e9;
+    r.avg = to_unit(o, r.seconds > 0 ? double(size) * double(iters) / r.seconds : 0);
+    r.peak = peak;
+    r.msg_rate_mpps = r.seconds > 0 ? double(iters) / r.seconds / 1e6 : 0;
+    return r;
+}
+
+bw_result bw_row(const options& o, uint64_t size, uint64_t iters, const bw_timing& t)
+{
+    const uint64_t elapsed = t.last_ns - t.start_ns;
+    const double avg_bps = elapsed > 0 ? double(size) * double(iters) * 1e9 / double(elapsed) : 0;
+    double peak_bps = avg_bps;
+    for (uint64_t b = 0; b < elapsed / bw_timing::k_bin_ns && b < t.bins.size(); ++b) {
+        peak_bps = std::max(peak_bps, double(t.bins[b]) * 1e9 / double(bw_timing::k_bin_ns));
+    }
+    return bw_row(o, size, iters, elapsed, to_unit(o, peak_bps));
 }
 
 bool write_json(const std::string& path, const options& o, const run_info& info,

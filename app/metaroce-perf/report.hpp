@@ -50,7 +50,21 @@ void print_lat_title();
 void print_lat_row(const lat_result& r);
 
 // Half-RTT samples in microseconds -> perftest's latency columns.
-lat_result summarise_latency(uint64_t bytes, std::vector<double>& half_rtt_us);
+lat_result summarise_latency(uint64_t bytes, std::vector<double> half_rtt_us);
+
+// When a bandwidth run's bytes completed: the peak is the best full 1 ms bin.
+struct bw_timing {
+    static constexpr uint64_t k_bin_ns = 1'000'000;
+    uint64_t start_ns = 0;
+    uint64_t last_ns = 0;       // the last completion
+    std::vector<uint64_t> bins; // bytes completed per bin
+    explicit bw_timing(uint64_t start) : start_ns(start), last_ns(start), bins(64, 0) {}
+    void completed(uint64_t now_ns, uint64_t bytes);
+};
+// The client's row, from its own timing.
+bw_result bw_row(const options& o, uint64_t size, uint64_t iters, const bw_timing& t);
+// The server's row, from the client's elapsed time and peak (already in the unit).
+bw_result bw_row(const options& o, uint64_t size, uint64_t iters, uint64_t elapsed_ns, double peak);
 
 // Writes every row to FILE as JSON; false (and a message on stderr) on failure.
 bool write_json(const std::string& path, const options& o, const run_info& info,

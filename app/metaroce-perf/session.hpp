@@ -1,18 +1,25 @@
-// One metaroce-perf run over the transport: connection setup, the in-band
-// exchange of buffers and parameters (perftest's "data exchange", here on
-// stream 0 of the first connection), the tests, verification and the report.
+// One metaroce-perf run over the transport, hosting the shared test engines: the
+// connections, the in-band exchange of regions and parameters (perftest's "data
+// exchange", here control messages on stream 0 of the first connection), and one
+// engine per message size: the client's active, the server's passive.
+//   session.cpp: polling, waiting, the control channel, setup and teardown
+//   client.cpp, server.cpp: perftest's handshake and rows on either side
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dpdk/eal.hpp"
 #include "dpdk/worker.hpp"
+#include "engines/ctrl_channel.hpp"
+#include "engines/engine.hpp"
+#include "engines/run_protocol.hpp"
 #include "options.hpp"
 #include "report.hpp"
-#include "wire_ctrl.hpp"
 
 namespace metaroce::perf {
 
@@ -20,31 +27,40 @@ class session {
 public:
     session(dpdk::worker& w, const options& o, const run_info& info);
     // Runs the whole test; returns the process exit code.
-    int run();
+    int run() { return o_.client ? run_client() : run_server(); }
 
 private:
-    enum class mode : uint8_t { idle, bw, send_server, read_lat_none, write_lat_server, send_lat_server, send_lat_client };
-
+    // session.cpp
     void step();
-    template <typename Pred>
-    void wait(Pred&& done, const char* what);
-    void on_completion(const completion& c);
+    // Steps until done(); throws on a failure, an interrupt or after --timeout.
+    void wait(const std::function<bool()>& done, const char* what);
+    void check_running();
     void on_event(const conn_event& e);
-
-    void post_ctrl_recv(uint32_t slot);
-    void send_ctrl(const ctrl_msg& m);
-    ctrl_msg wait_ctrl(const char* what);
+    void on_completion(const completion& c);
+    void open_ctrl();
+    void send_ctrl(const engines::ctrl_msg& m);
+    engines::ctrl_msg wait_ctrl(const char* what);
+    engines::ctrl_msg expect_ctrl(engines::ctrl_type t, const char* what);
     void alloc_region(uint64_t len);
-    void post_data_recvs(uint64_t size);
-
-    int run_client();
-    int run_server();
+    engines::engine_setup area() const;
+    void start_engine(engines::role r, const engines::engine_setup& s);
+    address_line local_address() const;
+    address_line remote_address() const;
+    // perftest's header, both address lines and the table's title.
+    void print_preamble() const;
     void connect_all();
-    bw_result client_bw(uint64_t size, uint32_t slots);
-    lat_result client_lat(uint64_t size);
-    void server_size(const ctrl_msg& start);
-    uint64_t verify_region(uint64_t offset, uint64_t len, uint64_t pattern_offset) const;
     void close_all();
+
+    // client.cpp
+    int run_client();
+    bw_result client_bw(uint64_t size);
+    lat_result client_lat(uint64_t size);
+    engines::verdict_info finish_size(engines::ctrl_msg done);
+
+    // server.cpp
+    int run_server();
+    void serve_start(const engines::ctrl_msg& start);
+    void wait_client_gone();
 
     dpdk::worker& w_;
     endpoint& ep_;
@@ -55,37 +71,20 @@ private:
 
     dpdk::eal_buffer ctrl_buf_;
     memory_region ctrl_mr_{};
+    engines::ctrl_channel ctrl_;
+    std::deque<engines::ctrl_msg> ctrl_in_;
     dpdk::eal_buffer data_;
     memory_region data_mr_{};
-    uint64_t half_ = 0;         // latency tests: echoes land at data + half_
+    uint64_t half_ = 0;         // the client's echoes land at data + half_
 
     std::vector<conn_id> conns_;
     uint32_t established_ = 0;
     std::string fatal_;
-    std::deque<ctrl_msg> ctrl_in_;
-    uint32_t ctrl_send_slot_ = 0;
-    uint64_t ctrl_sends_done_ = 0;
-    uint64_t ctrl_sends_posted_ = 0;
-
     uint64_t remote_va_ = 0;
     uint32_t remote_rkey_ = 0;
     uint32_t remote_ip_ = 0;
 
-    // Current test.
-    mode mode_ = mode::idle;
-    uint64_t size_ = 0;
-    uint32_t slots_ = 1;
-    uint64_t target_iters_ = 0;        // per connection
-    std::vector<uint64_t> posted_;     // per connection
-    std::vector<uint64_t> completed_;
-    std::vector<uint64_t> recv_posted_;
-    std::vector<uint64_t> recv_done_;
-    uint64_t total_completed_ = 0;
-    uint64_t bad_length_ = 0;
-    uint64_t lat_next_ = 0;            // write_lat server: next tag expected
-    std::vector<uint64_t> bins_;       // bytes completed per bin (peak bandwidth)
-    uint64_t bin_start_ns_ = 0;
-    std::vector<uint8_t> pattern_;
+    std::unique_ptr<engines::engine> eng_; // the current size's
 };
 
 } // namespace metaroce::perf

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "app_config.hpp"
 #include "datapath.hpp"
 #include "dpdk/planes.hpp"
 
@@ -35,27 +35,37 @@ public:
     // Control thread body: plane health from link state and admin flags.
     void control_loop();
 
-    // The command table entry points (public for the table).
-    void cmd_help(const std::vector<std::string>& a);
-    void cmd_show(const std::vector<std::string>& a);
-    void cmd_set(const std::vector<std::string>& a);
-    void cmd_connect(const std::vector<std::string>& a);
-    void cmd_start(const std::vector<std::string>& a);
-    void cmd_stop(const std::vector<std::string>& a);
-    void cmd_clear(const std::vector<std::string>& a);
-    void cmd_quit(const std::vector<std::string>& a);
-    // Application control from the prompt (the conformance runner drives the app with
-    // these): regions, work requests, their completions, closing a connection.
-    void cmd_mr(const std::vector<std::string>& a);
-    void cmd_post(const std::vector<std::string>& a);
-    void cmd_close(const std::vector<std::string>& a);
+    // The prompt's handlers, one per (verb, object) of the table in commands.cpp;
+    // each gets the whole line, split into words.
+    using args = std::vector<std::string>;
+    void cmd_help(const args& a);
+    // cmd_show.cpp
+    void show_port(const args& a);
+    void show_conn(const args& a);
+    void show_path(const args& a);
+    void show_planes(const args& a);
+    void show_stats(const args& a);
+    void show_xstats(const args& a);
+    // cmd_run.cpp
+    void set_plane(const args& a);
+    void set_fwd(const args& a);
+    void cmd_connect(const args& a);
+    void cmd_close(const args& a);
+    void cmd_start(const args& a);
+    void cmd_stop(const args& a);
+    void clear_stats(const args& a);
+    void cmd_quit(const args& a);
+    // cmd_verbs.cpp: application control (the conformance runner drives the app with
+    // these): regions, work requests, their completions.
+    void mr_reg(const args& a);
+    void mr_dereg(const args& a);
+    void mr_load(const args& a);
+    void mr_read(const args& a);
+    void post_recv(const args& a);
+    void post_send(const args& a);
+    void show_cq(const args& a);
 
 private:
-    void show_port_stats(const std::string& which);
-    void show_conn(const std::vector<std::string>& a);
-    void show_path(const std::vector<std::string>& a);
-    void show_planes();
-    void show_cq();
     void publish_planes() noexcept;
     const memory_region& user_region(uint32_t lkey) const;
 

@@ -77,5 +77,10 @@ static_assert(sizeof(frame_headers) == 42);
 inline constexpr size_t k_l2_len = sizeof(eth_header);
 inline constexpr size_t k_l3_len = sizeof(ipv4_header);
 inline constexpr size_t k_frame_overhead = sizeof(frame_headers);
+// What a frame costs on the link besides the transport bytes: our headers, the FCS, the
+// preamble and the inter-frame gap. The core paces rate hints in these bytes.
+inline constexpr size_t k_fcs_len = 4;
+inline constexpr size_t k_preamble_ifg_len = 20;
+inline constexpr size_t k_wire_overhead = k_frame_overhead + k_fcs_len + k_preamble_ifg_len;
 
 } // namespace metaroce::dpdk

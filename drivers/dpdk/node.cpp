@@ -74,6 +74,7 @@ node::node(const node_params& p)
         wc.ep.accept_incoming = p.accept_incoming;
         wc.ep.seed = p.seed != 0 ? p.seed : os_random_seed();
         wc.ep.max_connections = p.max_connections;
+        wc.ep.frame_overhead_bytes = uint32_t(k_wire_overhead);
         wc.ep.transport = p.transport;
         wc.ep.transport.planes = uint8_t(p.ports.size());
         wc.neighbors = p.neighbors;

@@ -1,6 +1,6 @@
-// A node on the calling lcore: the plane ports, an mbuf pool and one worker.
-// The building block of metaroce-perf and of in-process tests; the metaroce app
-// builds one worker per datapath lcore from the same parts.
+// One node's DPDK resources: its plane ports, an mbuf pool and the worker that
+// serves them. It runs nothing itself: the program that owns the lcore calls
+// w().poll() (the metaroce app's datapath lcore, metaroce-perf's main loop, tests).
 #pragma once
 
 #include <cstdint>

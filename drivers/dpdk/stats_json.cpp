@@ -1,41 +1,13 @@
 #include "dpdk/stats_json.hpp"
 
+#include "common/counters_json.hpp"
 #include "dpdk/port.hpp"
 
 namespace metaroce::dpdk {
 
 nlohmann::json to_json(const worker_counters& c)
 {
-    nlohmann::json j = {
-        {"loops", c.loops},
-        {"busy_loops", c.busy_loops},
-        {"rx_frames", c.rx_frames},
-        {"rx_bytes", c.rx_bytes},
-        {"tx_frames", c.tx_frames},
-        {"tx_bytes", c.tx_bytes},
-        {"rx_not_ours", c.rx_not_ours},
-        {"rx_plane_down", c.rx_plane_down},
-        {"rx_linearized", c.rx_linearized},
-        {"tx_plane_down", c.tx_plane_down},
-        {"tx_no_mbuf", c.tx_no_mbuf},
-        {"tx_bad_frame", c.tx_bad_frame},
-        {"tx_queue_full", c.tx_queue_full},
-        {"tx_port_stalled", c.tx_port_stalled},
-        {"handoff_out", c.handoff_out},
-        {"handoff_in", c.handoff_in},
-        {"handoff_drops", c.handoff_drops},
-        {"timer_calls", c.timer_calls},
-        {"max_poll_gap_ns", c.max_poll_gap_ns},
-        {"max_tx_burst_ns", c.max_tx_burst_ns},
-    };
-    nlohmann::json drops = nlohmann::json::object();
-    for (size_t i = 1; i < c.rx_drops.size(); ++i) {
-        drops[std::string(to_string(rx_drop(i)))] = c.rx_drops[i];
-    }
-    j["rx_drops"] = drops;
-    j["plane_rx_frames"] = c.plane_rx_frames;
-    j["plane_tx_frames"] = c.plane_tx_frames;
-    return j;
+    return common::counters_json<nlohmann::json>(c, worker_counter_fields());
 }
 
 nlohmann::json to_json(const plane_log& log, size_t planes, int64_t wall_offset_ns)
@@ -76,48 +48,7 @@ nlohmann::json to_json(const plane_log& log, size_t planes, int64_t wall_offset_
 
 nlohmann::json to_json(const counters& c)
 {
-    nlohmann::json j = {
-        {"rx_packets", c.rx_packets},
-        {"rx_bytes", c.rx_bytes},
-        {"tx_packets", c.tx_packets},
-        {"tx_bytes", c.tx_bytes},
-        {"tx_data_packets", c.tx_data_packets},
-        {"tx_payload_bytes", c.tx_payload_bytes},
-        {"rx_payload_bytes", c.rx_payload_bytes},
-        {"tx_acks", c.tx_acks},
-        {"rx_acks", c.rx_acks},
-        {"tx_naks", c.tx_naks},
-        {"rx_naks", c.rx_naks},
-        {"retransmits", c.retransmits},
-        {"timeouts", c.timeouts},
-        {"reroutes", c.reroutes},
-        {"rx_ce", c.rx_ce},
-        {"rx_duplicates", c.rx_duplicates},
-        {"rx_beyond_window", c.rx_beyond_window},
-        {"rx_unknown_conn", c.rx_unknown_conn},
-        {"rx_wrong_peer", c.rx_wrong_peer},
-        {"rx_bad_path", c.rx_bad_path},
-        {"rx_invalid", c.rx_invalid},
-        {"rx_stale_ack", c.rx_stale_ack},
-        {"rx_rnr", c.rx_rnr},
-        {"rx_access_errors", c.rx_access_errors},
-        {"completions", c.completions},
-        {"conn_errors", c.conn_errors},
-        {"rx_malformed", c.rx_malformed_total()},
-        {"tail_probes", c.tail_probes},
-        {"probes_sent", c.probes_sent},
-        {"probe_acks", c.probe_acks},
-        {"plane_downs", c.plane_downs},
-        {"plane_ups", c.plane_ups},
-        {"cookies_sent", c.cookies_sent},
-        {"rx_bad_cookie", c.rx_bad_cookie},
-        {"rx_bad_token", c.rx_bad_token},
-        {"rx_bad_shape", c.rx_bad_shape},
-        {"keepalives", c.keepalives},
-        {"conns_expired", c.conns_expired},
-        {"conns_reaped", c.conns_reaped},
-    };
-    return j;
+    return common::counters_json<nlohmann::json>(c);
 }
 
 nlohmann::json to_json(const conn_info& c, bool with_paths)

@@ -1,12 +1,14 @@
-// The per-lcore datapath, run to completion in the style of l3fwd: one endpoint
-// per worker (shared nothing), one RX and one TX queue per plane port.
+// The lcore worker: one node's datapath step, run to completion in the style of
+// l3fwd: one endpoint per worker (shared nothing), one RX and one TX queue per plane
+// port. It owns no loop and no lcore: the program that runs the lcore calls poll()
+// (the metaroce app's datapath, metaroce-perf's session, tests).
 //
 //   poll(now): RX burst per plane -> parse Eth/IPv4/UDP -> endpoint::on_packet
 //              -> hand-off ring (frames for another worker's node) -> timers
 //              -> pull packets from the core into mbufs -> TX burst per plane.
 //
-// Steering (how a connection's packets reach its owning lcore): each worker is
-// its own node with its own IPv4 address per plane, so a connection belongs to
+// Steering, for a process that runs several workers (the apps run one): each worker
+// is its own node with its own IPv4 address per plane, so a connection belongs to
 // the worker whose address it was opened to, whatever UDP source port (path) its
 // packets use. Frames arriving on a queue polled by another worker are passed to
 // the owner through its single-consumer `inbox` ring (software hand-off); a port
@@ -23,6 +25,7 @@
 #include "dpdk/encap.hpp"
 #include "dpdk/plane_log.hpp"
 #include "dpdk/planes.hpp"
+#include "dpdk/worker_counters.hpp"
 #include "metaroce/endpoint.hpp"
 
 struct rte_mbuf;
@@ -34,41 +37,6 @@ namespace metaroce::dpdk {
 inline constexpr uint16_t k_burst = 32;
 // A port that took no frame for this long is stalled (its link is down).
 inline constexpr uint64_t k_port_stall_ns = 1'000'000;
-
-struct worker_counters {
-    uint64_t loops = 0;
-    uint64_t busy_loops = 0;
-    uint64_t rx_frames = 0;
-    uint64_t rx_bytes = 0;
-    uint64_t tx_frames = 0;
-    uint64_t tx_bytes = 0;
-    std::array<uint64_t, size_t(rx_drop::count_)> rx_drops{};
-    uint64_t rx_not_ours = 0;      // addressed to no worker of this process
-    uint64_t rx_plane_down = 0;    // dropped: plane administratively down
-    uint64_t rx_linearized = 0;    // multi-segment frames copied to read them
-    uint64_t tx_plane_down = 0;
-    uint64_t tx_no_mbuf = 0;
-    uint64_t tx_bad_frame = 0;     // the core named a plane we do not have
-    uint64_t tx_queue_full = 0;    // bursts the port did not take whole (kept, retried)
-    uint64_t tx_port_stalled = 0;  // dropped: their port took nothing for k_port_stall_ns
-    uint64_t handoff_out = 0;
-    uint64_t handoff_in = 0;
-    uint64_t handoff_drops = 0;
-    uint64_t timer_calls = 0;
-    uint64_t max_poll_gap_ns = 0;  // longest time between two polls (descheduled, stalled)
-    uint64_t max_tx_burst_ns = 0;  // longest single rte_eth_tx_burst call
-    std::array<uint64_t, k_max_planes> plane_rx_frames{};
-    std::array<uint64_t, k_max_planes> plane_tx_frames{};
-
-    uint64_t rx_drops_total() const noexcept
-    {
-        uint64_t n = 0;
-        for (auto v : rx_drops) {
-            n += v;
-        }
-        return n;
-    }
-};
 
 // A worker that owns another node's address: where its frames go.
 struct steer_entry {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/counters_json.hpp"
+
 namespace metaroce::sim {
 
 namespace {
@@ -35,40 +37,7 @@ fct_summary summarize_fct(std::vector<double> samples)
 
 void accumulate(counters& into, const counters& c) noexcept
 {
-    into.rx_packets += c.rx_packets;
-    into.rx_bytes += c.rx_bytes;
-    into.tx_packets += c.tx_packets;
-    into.tx_bytes += c.tx_bytes;
-    into.tx_data_packets += c.tx_data_packets;
-    into.tx_payload_bytes += c.tx_payload_bytes;
-    into.rx_payload_bytes += c.rx_payload_bytes;
-    into.tx_acks += c.tx_acks;
-    into.rx_acks += c.rx_acks;
-    into.tx_naks += c.tx_naks;
-    into.rx_naks += c.rx_naks;
-    into.retransmits += c.retransmits;
-    into.timeouts += c.timeouts;
-    into.reroutes += c.reroutes;
-    into.tail_probes += c.tail_probes;
-    into.probes_sent += c.probes_sent;
-    into.probe_acks += c.probe_acks;
-    into.plane_downs += c.plane_downs;
-    into.plane_ups += c.plane_ups;
-    into.rx_ce += c.rx_ce;
-    into.rx_duplicates += c.rx_duplicates;
-    into.rx_beyond_window += c.rx_beyond_window;
-    into.rx_unknown_conn += c.rx_unknown_conn;
-    into.rx_wrong_peer += c.rx_wrong_peer;
-    into.rx_bad_path += c.rx_bad_path;
-    into.rx_invalid += c.rx_invalid;
-    into.rx_stale_ack += c.rx_stale_ack;
-    into.rx_rnr += c.rx_rnr;
-    into.rx_access_errors += c.rx_access_errors;
-    into.completions += c.completions;
-    into.conn_errors += c.conn_errors;
-    for (size_t i = 0; i < c.rx_malformed.size(); ++i) {
-        into.rx_malformed[i] += c.rx_malformed[i];
-    }
+    add_counters(into, c, counter_fields());
 }
 
 namespace {
@@ -179,26 +148,7 @@ nlohmann::ordered_json to_json(const sim_result& r)
                            {"delivered", r.net.delivered},
                            {"bad_tx_frames", r.bad_tx_frames},
                            {"peak_in_flight", r.peak_packets_in_flight}};
-    j["endpoints"] = {{"tx_packets", h.tx_packets},
-                      {"tx_data_packets", h.tx_data_packets},
-                      {"tx_acks", h.tx_acks},
-                      {"tx_naks", h.tx_naks},
-                      {"rx_packets", h.rx_packets},
-                      {"rx_ce", h.rx_ce},
-                      {"rx_duplicates", h.rx_duplicates},
-                      {"rx_beyond_window", h.rx_beyond_window},
-                      {"rx_rnr", h.rx_rnr},
-                      {"rx_stale_ack", h.rx_stale_ack},
-                      {"rx_unknown_conn", h.rx_unknown_conn},
-                      {"rx_invalid", h.rx_invalid},
-                      {"rx_access_errors", h.rx_access_errors},
-                      {"rx_malformed", h.rx_malformed_total()},
-                      {"tail_probes", h.tail_probes},
-                      {"probes_sent", h.probes_sent},
-                      {"probe_acks", h.probe_acks},
-                      {"plane_downs", h.plane_downs},
-                      {"plane_ups", h.plane_ups},
-                      {"conn_errors", h.conn_errors}};
+    j["endpoints"] = common::counters_json<nlohmann::ordered_json>(h);
     j["virtual_time_us"] = round3(r.virtual_time_us);
     j["events"] = r.events;
     j["events_by_kind"] = {{"arrival", r.events_by_kind[size_t(event_kind::arrival)]},

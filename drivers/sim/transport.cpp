@@ -4,9 +4,10 @@
 
 #include "sim/metaroce_transport.hpp"
 #include "sim/rng.hpp"
-#include "sim/rocev2/endpoint.hpp"
+#include "sim/rocev2/rnic.hpp"
 #include "sim/scenario.hpp"
 #include "sim/topology.hpp"
+#include "sim/wire_size.hpp"
 
 namespace metaroce::sim {
 
@@ -31,7 +32,7 @@ std::unique_ptr<sim_transport> make_transport(uint32_t index, const scenario& s,
         p.cm_retry_ns = s.transport.connect_retry_ns;
         p.seed = seed;
         p.cc.line_gbps = s.topology.link_gbps;
-        return std::make_unique<rocev2::endpoint>(p);
+        return std::make_unique<rocev2::rnic>(p);
     }
     endpoint_config c;
     c.local_addr = host_addr(index);
@@ -40,6 +41,7 @@ std::unique_ptr<sim_transport> make_transport(uint32_t index, const scenario& s,
     c.max_connections = max_conns;
     c.max_mrs = max_mrs;
     c.transport = s.transport;
+    c.frame_overhead_bytes = k_frame_overhead_bytes;
     // The receiver hands out its NIC capacity (all planes) as rate hints (spec 6.4).
     c.inbound_capacity_mbps = uint64_t(s.topology.link_gbps * 1000.0) * s.topology.planes;
     return std::make_unique<metaroce_transport>(c);

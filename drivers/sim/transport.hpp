@@ -1,6 +1,6 @@
 // What a simulated host drives: the endpoint-shaped surface both transports offer,
 // so the fabric, the host driver, the workload and the verification are shared.
-// metaroce_transport wraps the real core; rocev2::endpoint is the RoCEv2 model.
+// metaroce_transport wraps the real core; rocev2::rnic is the RoCEv2 model (an RNIC of one host).
 #pragma once
 
 #include <cstddef>

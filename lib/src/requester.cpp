@@ -188,8 +188,8 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     f.len = hdr + r.len;
     fill_frame_route(c, p.plane, p.udp_sport, f);
     if (!retx && c.cc.rate_hint_mbps != 0) {
-        // Space new packets at the receiver's share (wire bytes incl. Ethernet/IP/UDP).
-        const uint64_t gap = (uint64_t(f.len) + 66) * 8000 / c.cc.rate_hint_mbps;
+        // Space new packets at the receiver's share, in wire bytes (the driver's framing).
+        const uint64_t gap = (uint64_t(f.len) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
         c.pace_next = std::max(c.pace_next, now) + gap;
     }
     r.sent_ts = uint32_t(now);

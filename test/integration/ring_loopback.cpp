@@ -13,6 +13,7 @@
 
 #include "dpdk/eal.hpp"
 #include "dpdk/node.hpp"
+#include "engines/data_pattern.hpp"
 
 using namespace metaroce;
 
@@ -73,8 +74,6 @@ void pump(side& a, side& b, dpdk::tsc_clock& clk, const std::function<bool()>& u
     }
 }
 
-uint8_t pat(uint64_t k, uint8_t salt) { return uint8_t(k * 7 + (k >> 8) * 13 + salt); }
-
 } // namespace
 
 int main(int argc, char** argv)
@@ -109,7 +108,7 @@ int main(int argc, char** argv)
             side& src = op == wr_opcode::read ? b : a;
             side& dst = op == wr_opcode::read ? a : b;
             for (uint64_t k = 0; k < len; ++k) {
-                src.buf.data()[k] = pat(k, salt);
+                src.buf.data()[k] = engines::pattern_byte(k, salt);
             }
             std::memset(dst.buf.data(), 0, len);
             a.done.clear();

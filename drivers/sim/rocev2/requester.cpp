@@ -1,6 +1,6 @@
 // RoCEv2 model, requester: builds WRITE packets in PSN order at the DCQCN rate,
 // takes cumulative ACKs into completions, goes back N on a NAK or a timeout.
-#include "sim/rocev2/endpoint.hpp"
+#include "sim/rocev2/rnic.hpp"
 
 #include <algorithm>
 
@@ -13,7 +13,7 @@ namespace {
 int32_t psn_diff(uint32_t a, uint32_t b) noexcept { return int32_t(a - b); }
 } // namespace
 
-void endpoint::rewind_cursor(qp& q)
+void rnic::rewind_cursor(qp& q)
 {
     q.cursor = 0;
     while (q.cursor < q.sq.size()) {
@@ -25,7 +25,7 @@ void endpoint::rewind_cursor(qp& q)
     }
 }
 
-bool endpoint::build_data(qp& q, uint64_t now_ns, tx_frame& f)
+bool rnic::build_data(qp& q, uint64_t now_ns, tx_frame& f)
 {
     if (q.state != conn_state::established || q.snd_nxt == q.psn_end) {
         return false;
@@ -93,7 +93,7 @@ bool endpoint::build_data(qp& q, uint64_t now_ns, tx_frame& f)
     return true;
 }
 
-void endpoint::complete_upto(qp& q, uint32_t una)
+void rnic::complete_upto(qp& q, uint32_t una)
 {
     if (psn_diff(una, q.snd_una) <= 0) {
         return;
@@ -119,14 +119,14 @@ void endpoint::complete_upto(qp& q, uint32_t una)
     }
 }
 
-void endpoint::go_back(qp& q, uint32_t psn)
+void rnic::go_back(qp& q, uint32_t psn)
 {
     q.snd_nxt = psn;
     rewind_cursor(q);
     schedule_tx(q);
 }
 
-void endpoint::on_ack(qp& q, const bth& h, std::span<const uint8_t> b, uint64_t now_ns)
+void rnic::on_ack(qp& q, const bth& h, std::span<const uint8_t> b, uint64_t now_ns)
 {
     if (b.size() < k_ack_len) {
         ++stats_.rx_invalid;

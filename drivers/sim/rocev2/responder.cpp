@@ -1,10 +1,10 @@
 // RoCEv2 model, responder: in-order placement only, one NAK per gap, coalesced
 // ACKs, and the DCQCN notification point (one CNP per QP per 50 us of CE marks).
-#include "sim/rocev2/endpoint.hpp"
+#include "sim/rocev2/rnic.hpp"
 
 namespace metaroce::sim::rocev2 {
 
-void endpoint::on_data(qp& q, const bth& h, const rx_meta& m, std::span<const uint8_t> b,
+void rnic::on_data(qp& q, const bth& h, const rx_meta& m, std::span<const uint8_t> b,
                        uint64_t now_ns)
 {
     if (m.ce && (!q.cnp_ever || now_ns - q.last_cnp_ns >= p_.cnp_interval_ns)) {

@@ -75,6 +75,10 @@ struct endpoint_config {
     uint64_t inbound_capacity_mbps = 0;
     double hint_utilization = 0.95;
     uint64_t rate_epoch_ns = 20'000;
+    // Wire bytes a packet costs besides its UDP payload, for pacing at a hint (spec 6.5):
+    // the driver's framing. 66 = Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 + preamble and
+    // inter-frame gap 20.
+    uint32_t frame_overhead_bytes = 66;
     // Initial PSNs, connection ids, nonces, tokens, the cookie key and path entropy all
     // derive from it: drivers on a real network seed it from the OS (getrandom); the
     // model and tests use fixed seeds for reproducible runs.

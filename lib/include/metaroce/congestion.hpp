@@ -1,6 +1,8 @@
 // Congestion control behind a small interface: the engine reports ACK samples and
 // timeouts per path, and asks how many packets a path and the connection may have
-// in flight. The full controller (rate hints, steering) plugs in here.
+// in flight. ecn_aimd is the one controller; it also turns the receiver's rate hint
+// into a window (effective_cwnd). Pacing at the hint is the requester's (spec 6.5),
+// path steering path_health's.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,15 @@
-// Endpoint counters: the datapath counts instead of logging.
+// Endpoint counters: the datapath counts instead of logging. counter_fields() names
+// every one of them; whatever prints counters (prompt, telemetry, JSON, the model's
+// result) walks that table, so a counter added here shows up everywhere at once.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include "metaroce/wire/codec.hpp"
 
@@ -48,6 +55,7 @@ struct counters {
     uint64_t keepalives = 0;           // probes of a quiet peer (spec 7.8)
     uint64_t conns_expired = 0;        // connections failed by silence while idle
     uint64_t conns_reaped = 0;         // failed connections freed after the linger time
+    // Indexed by parse_error; [none] stays 0.
     std::array<uint64_t, size_t(wire::parse_error::count_)> rx_malformed{};
 
     uint64_t rx_malformed_total() const noexcept
@@ -59,5 +67,89 @@ struct counters {
         return n;
     }
 };
+
+// One entry of a counter table (in the spirit of DPDK's xstats name/offset lists): a
+// uint64_t at `offset` of the counted struct, or `count` of them in a row whose names
+// are name.<index_name(i)>.
+struct counter_field {
+    std::string_view name;
+    size_t offset = 0;
+    std::string_view help;
+    size_t count = 1;
+    std::string_view (*index_name)(size_t) = nullptr;
+};
+
+// The entry of a plain uint64_t member: its name is the member's.
+#define METAROCE_COUNTER(type, field, help) ::metaroce::counter_field{#field, offsetof(type, field), help}
+
+// True when the table names every uint64_t of a struct of `size` bytes exactly once,
+// apart from the `unused` offsets: a field added without a table entry fails the build.
+template <size_t N, size_t U = 0>
+constexpr bool covers(const std::array<counter_field, N>& table, size_t size,
+                      const std::array<size_t, U>& unused = {})
+{
+    size_t slots = U;
+    for (size_t i = 0; i < N; ++i) {
+        const counter_field& f = table[i];
+        if (f.offset % sizeof(uint64_t) != 0 || f.offset + f.count * sizeof(uint64_t) > size) {
+            return false;
+        }
+        for (size_t j = 0; j < N; ++j) {
+            const counter_field& g = table[j];
+            if (i != j && f.offset < g.offset + g.count * sizeof(uint64_t) &&
+                g.offset < f.offset + f.count * sizeof(uint64_t)) {
+                return false; // two entries share a counter
+            }
+        }
+        for (size_t u : unused) {
+            if (u >= f.offset && u < f.offset + f.count * sizeof(uint64_t)) {
+                return false;
+            }
+        }
+        slots += f.count;
+    }
+    return slots * sizeof(uint64_t) == size;
+}
+
+// Calls fn(name, value, help) for every counter of the table, in table order.
+template <typename Counted, typename Fn>
+void for_each_counter(const Counted& s, std::span<const counter_field> table, Fn&& fn)
+{
+    const auto* base = reinterpret_cast<const unsigned char*>(&s);
+    for (const counter_field& f : table) {
+        for (size_t i = 0; i < f.count; ++i) {
+            uint64_t v = 0;
+            std::memcpy(&v, base + f.offset + i * sizeof(uint64_t), sizeof v);
+            if (f.count == 1) {
+                fn(std::string(f.name), v, f.help);
+            } else {
+                const std::string index = f.index_name != nullptr ? std::string(f.index_name(i))
+                                                                  : std::to_string(i);
+                fn(std::string(f.name) + "." + index, v, f.help);
+            }
+        }
+    }
+}
+
+// Adds every counter of `from` to `into` (the same table walked as values).
+template <typename Counted>
+void add_counters(Counted& into, const Counted& from, std::span<const counter_field> table) noexcept
+{
+    auto* dst = reinterpret_cast<unsigned char*>(&into);
+    const auto* src = reinterpret_cast<const unsigned char*>(&from);
+    for (const counter_field& f : table) {
+        for (size_t i = 0; i < f.count; ++i) {
+            uint64_t a = 0;
+            uint64_t b = 0;
+            std::memcpy(&a, dst + f.offset + i * sizeof(uint64_t), sizeof a);
+            std::memcpy(&b, src + f.offset + i * sizeof(uint64_t), sizeof b);
+            a += b;
+            std::memcpy(dst + f.offset + i * sizeof(uint64_t), &a, sizeof a);
+        }
+    }
+}
+
+// The endpoint's counters, in the order they are shown.
+std::span<const counter_field> counter_fields() noexcept;
 
 } // namespace metaroce

@@ -1,5 +1,5 @@
 // RoCEv2 model: QP table, connection setup, the transmit scheduler and timers.
-#include "sim/rocev2/endpoint.hpp"
+#include "sim/rocev2/rnic.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,26 +12,26 @@ namespace {
 constexpr uint16_t k_sport_base = 49152; // RoCEv2 source ports come from the dynamic range
 } // namespace
 
-endpoint::endpoint(const params& p) : p_(p), mrs_(p.max_mrs, p.seed ^ 0x5D0Eull) {}
+rnic::rnic(const params& p) : p_(p), mrs_(p.max_mrs, p.seed ^ 0x5D0Eull) {}
 
-endpoint::qp* endpoint::find(conn_id c) noexcept
+rnic::qp* rnic::find(conn_id c) noexcept
 {
     return c == k_no_conn || c > qps_.size() ? nullptr : qps_[c - 1].get();
 }
 
-const endpoint::qp* endpoint::find(conn_id c) const noexcept
+const rnic::qp* rnic::find(conn_id c) const noexcept
 {
     return c == k_no_conn || c > qps_.size() ? nullptr : qps_[c - 1].get();
 }
 
-uint16_t endpoint::entropy(conn_id c) const noexcept
+uint16_t rnic::entropy(conn_id c) const noexcept
 {
     // One fixed UDP source port per QP, as RoCEv2 NICs derive it from the QP number.
     const uint64_t h = splitmix64(p_.seed ^ (uint64_t(p_.local_addr) << 32) ^ c);
     return uint16_t(k_sport_base + h % (65536 - k_sport_base));
 }
 
-endpoint::qp& endpoint::make_qp(uint32_t peer, bool incoming, uint8_t plane)
+rnic::qp& rnic::make_qp(uint32_t peer, bool incoming, uint8_t plane)
 {
     auto q = std::make_unique<qp>(p_.cc);
     q->id = conn_id(qps_.size() + 1);
@@ -46,7 +46,7 @@ endpoint::qp& endpoint::make_qp(uint32_t peer, bool incoming, uint8_t plane)
     return *qps_.back();
 }
 
-conn_id endpoint::connect(uint32_t peer_addr, uint64_t now_ns)
+conn_id rnic::connect(uint32_t peer_addr, uint64_t now_ns)
 {
     if (qps_.size() >= p_.max_qps) {
         return k_no_conn;
@@ -62,7 +62,7 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now_ns)
     return q.id;
 }
 
-void endpoint::queue_ctrl(const qp& q, op o, uint32_t psn, const uint8_t* body, uint32_t body_len)
+void rnic::queue_ctrl(const qp& q, op o, uint32_t psn, const uint8_t* body, uint32_t body_len)
 {
     ctrl_pkt c;
     c.dst_addr = q.peer_addr;
@@ -76,7 +76,7 @@ void endpoint::queue_ctrl(const qp& q, op o, uint32_t psn, const uint8_t* body, 
     ctrl_.push_back(c);
 }
 
-post_result endpoint::post_send(conn_id c, const send_wr& wr, uint64_t now_ns)
+post_result rnic::post_send(conn_id c, const send_wr& wr, uint64_t now_ns)
 {
     qp* q = find(c);
     if (q == nullptr) {
@@ -121,7 +121,7 @@ post_result endpoint::post_send(conn_id c, const send_wr& wr, uint64_t now_ns)
     return post_result::ok;
 }
 
-size_t endpoint::poll_cq(std::span<completion> out)
+size_t rnic::poll_cq(std::span<completion> out)
 {
     size_t n = 0;
     while (n < out.size() && !cq_.empty()) {
@@ -131,7 +131,7 @@ size_t endpoint::poll_cq(std::span<completion> out)
     return n;
 }
 
-size_t endpoint::poll_events(std::span<conn_event> out)
+size_t rnic::poll_events(std::span<conn_event> out)
 {
     size_t n = 0;
     while (n < out.size() && !events_.empty()) {
@@ -141,7 +141,7 @@ size_t endpoint::poll_events(std::span<conn_event> out)
     return n;
 }
 
-void endpoint::on_packet(const rx_meta& m, std::span<const uint8_t> b, uint64_t now_ns)
+void rnic::on_packet(const rx_meta& m, std::span<const uint8_t> b, uint64_t now_ns)
 {
     last_seen_ns_ = std::max(last_seen_ns_, now_ns);
     ++stats_.rx_packets;
@@ -177,7 +177,7 @@ void endpoint::on_packet(const rx_meta& m, std::span<const uint8_t> b, uint64_t 
     }
 }
 
-void endpoint::on_cm(const bth& h, const rx_meta& m, std::span<const uint8_t> b, uint64_t now_ns)
+void rnic::on_cm(const bth& h, const rx_meta& m, std::span<const uint8_t> b, uint64_t now_ns)
 {
     if (b.size() < k_cm_len) {
         ++stats_.rx_invalid;
@@ -223,7 +223,7 @@ void endpoint::on_cm(const bth& h, const rx_meta& m, std::span<const uint8_t> b,
     rearm(*q);
 }
 
-void endpoint::schedule_tx(qp& q)
+void rnic::schedule_tx(qp& q)
 {
     if (q.tx_queued || q.state != conn_state::established || q.snd_nxt == q.psn_end) {
         return;
@@ -232,7 +232,7 @@ void endpoint::schedule_tx(qp& q)
     tx_heap_.push(due{uint64_t(std::ceil(q.next_tx_ns)), q.id});
 }
 
-void endpoint::rearm(qp& q)
+void rnic::rearm(qp& q)
 {
     if (q.state == conn_state::error) {
         return; // a failed QP has no timers
@@ -246,7 +246,7 @@ void endpoint::rearm(qp& q)
     }
 }
 
-bool endpoint::poll_tx(uint64_t now_ns, tx_frame& f)
+bool rnic::poll_tx(uint64_t now_ns, tx_frame& f)
 {
     last_seen_ns_ = std::max(last_seen_ns_, now_ns);
     if (!ctrl_.empty()) {
@@ -275,7 +275,7 @@ bool endpoint::poll_tx(uint64_t now_ns, tx_frame& f)
     return false;
 }
 
-uint64_t endpoint::next_timer() const noexcept
+uint64_t rnic::next_timer() const noexcept
 {
     uint64_t t = timer_heap_.empty() ? UINT64_MAX : timer_heap_.top().at;
     // A QP already due is waiting for the NIC (the driver polls after every event and
@@ -286,7 +286,7 @@ uint64_t endpoint::next_timer() const noexcept
     return t;
 }
 
-void endpoint::on_timer(uint64_t now_ns)
+void rnic::on_timer(uint64_t now_ns)
 {
     last_seen_ns_ = std::max(last_seen_ns_, now_ns);
     while (!timer_heap_.empty() && timer_heap_.top().at <= now_ns) {
@@ -302,7 +302,7 @@ void endpoint::on_timer(uint64_t now_ns)
     }
 }
 
-void endpoint::qp_timer(qp& q, uint64_t now_ns)
+void rnic::qp_timer(qp& q, uint64_t now_ns)
 {
     if (q.state == conn_state::error) {
         return;
@@ -330,7 +330,7 @@ void endpoint::qp_timer(qp& q, uint64_t now_ns)
     }
 }
 
-void endpoint::fail(qp& q, wc_status why)
+void rnic::fail(qp& q, wc_status why)
 {
     q.state = conn_state::error;
     q.rto_at = q.cm_at = UINT64_MAX;
@@ -345,7 +345,7 @@ void endpoint::fail(qp& q, wc_status why)
     events_.push_back(conn_event{conn_event::kind::error, q.id, q.peer_addr, q.incoming});
 }
 
-std::optional<conn_id> endpoint::peer_conn(conn_id c) const
+std::optional<conn_id> rnic::peer_conn(conn_id c) const
 {
     const qp* q = find(c);
     if (q == nullptr) {
@@ -354,20 +354,20 @@ std::optional<conn_id> endpoint::peer_conn(conn_id c) const
     return q->peer_qp;
 }
 
-size_t endpoint::state_bytes(conn_id c) const
+size_t rnic::state_bytes(conn_id c) const
 {
     const qp* q = find(c);
     // The QP context plus its send queue at full depth (a NIC sizes it up front).
     return q == nullptr ? 0 : sizeof(qp) + size_t(p_.max_wqes) * sizeof(wqe);
 }
 
-double endpoint::rate_gbps(conn_id c) const
+double rnic::rate_gbps(conn_id c) const
 {
     const qp* q = find(c);
     return q == nullptr ? 0 : q->cc.rate_gbps();
 }
 
-std::vector<std::pair<std::string, uint64_t>> endpoint::extra_counters() const
+std::vector<std::pair<std::string, uint64_t>> rnic::extra_counters() const
 {
     return {{"cnp_sent", extra_.cnp_sent},
             {"cnp_received", extra_.cnp_received},

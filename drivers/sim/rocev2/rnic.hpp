@@ -50,9 +50,9 @@ struct extra_stats {
     uint64_t out_of_order_drops = 0;  // data dropped by the responder for a PSN gap
 };
 
-class endpoint final : public sim_transport {
+class rnic final : public sim_transport {
 public:
-    explicit endpoint(const params& p);
+    explicit rnic(const params& p);
 
     mr_table& memory() noexcept override { return mrs_; }
     conn_id connect(uint32_t peer_addr, uint64_t now_ns) override;

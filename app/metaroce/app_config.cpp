@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "app_config.hpp"
 
 #include <nlohmann/json.hpp>
 

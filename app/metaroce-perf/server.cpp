@@ -1,0 +1,119 @@
+// The server's side of a run: answers the client's region with its own, then serves
+// each message size with a passive engine until the client says bye.
+#include <bit>
+#include <cstdio>
+#include <stdexcept>
+
+#include "engines/run_protocol.hpp"
+#include "session.hpp"
+
+namespace metaroce::perf {
+
+using namespace engines;
+
+int session::run_server()
+{
+    wait([&] { return !conns_.empty(); }, "a client to connect");
+    const ctrl_msg h = expect_ctrl(ctrl_type::region, "the client's hello");
+    if (test_kind(h.test) != o_.test) {
+        throw std::runtime_error(std::string("the client runs ") + test_name(test_kind(h.test)) +
+                                 ", this server " + test_name(o_.test) +
+                                 " (run the same test on both sides)");
+    }
+    o_.qps = h.qps.host();
+    remote_va_ = h.va.host();
+    remote_rkey_ = h.rkey.host();
+    alloc_region(h.len.host());
+    wait([&] { return conns_.size() >= o_.qps; }, "all connections of the client");
+    ctrl_msg r = make_ctrl(ctrl_type::region);
+    r.va = wire::be64_t::from_host(data_mr_.va);
+    r.rkey = wire::be32_t::from_host(data_mr_.rkey);
+    r.len = wire::be64_t::from_host(data_.size());
+    send_ctrl(r);
+
+    print_preamble();
+    std::vector<bw_result> bw_rows;
+    std::vector<lat_result> lat_rows;
+    uint64_t bad_total = 0;
+    uint64_t size = 0;
+    bool first_done = true;
+    for (;;) {
+        const ctrl_msg m = wait_ctrl("the client's next step");
+        if (m.type == ctrl_type::bye) {
+            break;
+        }
+        if (m.type == ctrl_type::start) {
+            size = m.size.host();
+            serve_start(m);
+            first_done = true;
+            continue;
+        }
+        if (m.type != ctrl_type::done || !eng_) {
+            throw std::runtime_error("protocol: expected start, done or bye");
+        }
+        if (first_done) {
+            // The row is the client's measurement (a later done only adds the requests
+            // that filled our last receives).
+            first_done = false;
+            if (o_.is_bw()) {
+                bw_rows.push_back(bw_row(o_, size, m.iters.host(), m.b.host(), std::bit_cast<double>(m.a.host())));
+            } else {
+                lat_rows.push_back(lat_result{size, m.iters.host()});
+            }
+        }
+        const auto answers = answer_done(*eng_, m, o_.verify);
+        for (const ctrl_msg& a : answers) {
+            send_ctrl(a);
+        }
+        if (answers.back().type == ctrl_type::verdict) {
+            bad_total += read_verdict(answers.back()).bad;
+            eng_.reset();
+            if (o_.is_bw()) {
+                print_bw_row(bw_rows.back());
+            }
+        }
+    }
+    print_dashes();
+    if (o_.verify && o_.test != test_kind::read_bw) {
+        std::printf(" Data verification: %s\n", bad_total == 0 ? "ok" : "FAILED");
+    }
+    std::fflush(stdout);
+    if (!o_.out_json.empty() &&
+        !write_json(o_.out_json, o_, info_, bw_rows, lat_rows, o_.verify && bad_total == 0,
+                    !o_.verify ? "skipped" : bad_total == 0 ? "ok" : "FAILED")) {
+        return 1;
+    }
+    wait_client_gone();
+    return bad_total == 0 ? 0 : 2;
+}
+
+void session::serve_start(const ctrl_msg& start)
+{
+    if (test_of(start) != o_.test) {
+        throw std::runtime_error("protocol: the client started another test");
+    }
+    start_engine(role::passive, passive_setup(start, area()));
+    send_ctrl(make_ctrl(ctrl_type::ready));
+}
+
+void session::wait_client_gone()
+{
+    // Let the last ACKs go out, then wait for the client's close.
+    const uint64_t until = clk_.now_ns() + 300'000'000ull;
+    while (clk_.now_ns() < until) {
+        step();
+        const auto info = ep_.inspect(conns_[0]);
+        if (!info || info->state == conn_state::closed) {
+            break;
+        }
+    }
+    w_.flush();
+    // The client tears down first; leave only once its memif/link is gone, so
+    // the PMD's disconnect handling never races our own port close.
+    const uint64_t link_until = clk_.now_ns() + 2'000'000'000ull;
+    while (clk_.now_ns() < link_until && info_.link_up && info_.link_up()) {
+        step();
+    }
+}
+
+} // namespace metaroce::perf

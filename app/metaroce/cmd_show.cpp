@@ -1,0 +1,189 @@
+// The prompt's "show" handlers: ports, connections, paths, planes and counters.
+#include <rte_ethdev.h>
+
+#include <cstdio>
+
+#include "app.hpp"
+#include "commands.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/stats_json.hpp"
+
+namespace metaroce::app {
+
+void application::show_port(const args& a)
+{
+    if (a.size() != 4 || a[2] != "stats") {
+        usage_error("show port stats all|<port>", "expected 'stats' and a port");
+    }
+    const std::string& which = a[3];
+    std::vector<uint16_t> ports;
+    if (which == "all") {
+        ports = cfg_.ports;
+    } else {
+        const uint64_t p = parse_number(which, "port");
+        bool ours = false;
+        for (uint16_t q : cfg_.ports) {
+            ours |= q == p;
+        }
+        if (!ours) {
+            throw std::invalid_argument("port " + which + " is not one of ours (planes use " +
+                                        std::to_string(cfg_.ports.size()) + " port(s))");
+        }
+        ports.push_back(uint16_t(p));
+    }
+    for (uint16_t p : ports) {
+        rte_eth_stats s{};
+        rte_eth_stats_get(p, &s);
+        std::printf("\n  ######################## NIC statistics for port %-2u #########################\n", p);
+        std::printf("  RX-packets: %-10llu RX-missed: %-10llu RX-bytes:  %llu\n",
+                    (unsigned long long)s.ipackets, (unsigned long long)s.imissed,
+                    (unsigned long long)s.ibytes);
+        std::printf("  RX-errors: %llu\n  RX-nombuf:  %-10llu\n", (unsigned long long)s.ierrors,
+                    (unsigned long long)s.rx_nombuf);
+        std::printf("  TX-packets: %-10llu TX-errors: %-10llu TX-bytes:  %llu\n",
+                    (unsigned long long)s.opackets, (unsigned long long)s.oerrors,
+                    (unsigned long long)s.obytes);
+        std::printf("  ############################################################################\n");
+    }
+    std::string j;
+    dp_->call([&] { j = dpdk::to_json(dp_->w().counters()).dump(); });
+    std::printf("  datapath (lcore %u): %s\n", dp_->lcore(), j.c_str());
+}
+
+void application::show_conn(const args& a)
+{
+    const bool json = !a.empty() && a.back() == "json";
+    const size_t n = a.size() - (json ? 1 : 0);
+    if (n > 3) {
+        usage_error("show conn [<id>] [json]", "too many arguments");
+    }
+    if (n == 3) {
+        const conn_id id = conn_id(parse_number(a[2], "connection id"));
+        std::optional<conn_info> info;
+        dp_->call([&] { info = dp_->w().ep().inspect(id); });
+        if (!info) {
+            throw std::invalid_argument("no connection " + a[2] + " (see 'show conn')");
+        }
+        if (json) {
+            std::printf("%s\n", dpdk::to_json(*info, false).dump().c_str());
+            return;
+        }
+        std::printf("conn %u -> %s (peer conn %u) %s%s, %u paths, mtu %u, cwnd %.1f, inflight %u, "
+                    "msgs outstanding %u, tx completed %llu, rx committed %llu, state %zu bytes\n",
+                    info->id, dpdk::format_ipv4(info->peer_addr).c_str(), info->peer_conn,
+                    std::string(to_string(info->state)).c_str(), info->incoming ? " (incoming)" : "",
+                    info->paths, info->mtu, info->conn_cwnd, info->inflight, info->outstanding_msgs,
+                    (unsigned long long)info->tx_msgs_completed,
+                    (unsigned long long)info->rx_msgs_committed, info->state_bytes);
+        return;
+    }
+    if (json) {
+        std::printf("%s\n", conns_json().c_str());
+        return;
+    }
+    std::vector<conn_info> all;
+    dp_->call([&] {
+        for (conn_id c : dp_->w().ep().connections()) {
+            if (auto i = dp_->w().ep().inspect(c)) {
+                all.push_back(*i);
+            }
+        }
+    });
+    if (all.empty()) {
+        std::printf("no connections\n");
+        return;
+    }
+    std::printf("%-8s %-16s %-12s %-9s %-6s %-10s %-12s\n", "id", "peer", "state", "incoming",
+                "paths", "inflight", "tx_msgs");
+    for (const auto& i : all) {
+        std::printf("%-8u %-16s %-12s %-9s %-6u %-10u %-12llu\n", i.id,
+                    dpdk::format_ipv4(i.peer_addr).c_str(), std::string(to_string(i.state)).c_str(),
+                    i.incoming ? "yes" : "no", i.paths, i.inflight,
+                    (unsigned long long)i.tx_msgs_completed);
+    }
+}
+
+void application::show_path(const args& a)
+{
+    if (a.size() != 3) {
+        usage_error("show path <conn>", "expected one connection id");
+    }
+    const conn_id id = conn_id(parse_number(a[2], "connection id"));
+    std::optional<conn_info> info;
+    dp_->call([&] { info = dp_->w().ep().inspect(id); });
+    if (!info) {
+        throw std::invalid_argument("no connection " + a[2] + " (see 'show conn')");
+    }
+    std::printf("%-5s %-5s %-6s %-8s %-8s %-8s %-10s %-10s %-8s %-10s %-8s\n", "path", "plane",
+                "sport", "state", "cwnd", "inflight", "srtt_us", "rto_us", "timeouts", "tx_pkts",
+                "ecn_frac");
+    for (const auto& p : info->path) {
+        const double ecn = p.acked_rx == 0 ? 0.0 : double(p.acked_ce) / double(p.acked_rx);
+        std::printf("%-5u %-5u %-6u %-8s %-8.1f %-8u %-10.1f %-10.1f %-8u %-10llu %-8.3f\n", p.index,
+                    p.plane, p.udp_sport, dpdk::path_state_name(p.state).c_str(),
+                    p.cwnd, p.inflight, double(p.srtt_ns) / 1e3, double(p.rto_ns) / 1e3,
+                    p.timeouts, (unsigned long long)p.tx_packets, ecn);
+    }
+}
+
+void application::show_planes(const args& a)
+{
+    if (a.size() != 2) {
+        usage_error("show planes", "no arguments expected");
+    }
+    std::vector<plane_info> eps;
+    dpdk::worker_counters w;
+    dp_->call([&] {
+        eps = dp_->w().ep().planes();
+        w = dp_->w().counters();
+    });
+    std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6s %-12s %-12s\n", "plane", "port",
+                "name", "mac", "address", "link", "admin", "used", "detected", "paths", "tx_frames",
+                "rx_frames");
+    const auto& caps = dp_->ports();
+    for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+        const bool link = !link_down_[p].load();
+        const bool adm = !admin_down_[p].load();
+        const plane_info* ep = nullptr;
+        for (const auto& e : eps) {
+            ep = e.plane == p ? &e : ep;
+        }
+        std::printf("%-6zu %-5u %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6u %-12llu %-12llu\n", p, cfg_.ports[p],
+                    caps[p].name.c_str(), dpdk::format_mac(caps[p].mac).c_str(),
+                    dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p))).c_str(),
+                    link ? "up" : "down", adm ? "up" : "down",
+                    admin_.up[p].load() ? "yes" : "no",
+                    ep == nullptr ? "-" : ep->detected_up ? "up" : "down", ep == nullptr ? 0u : ep->paths,
+                    (unsigned long long)w.plane_tx_frames[p], (unsigned long long)w.plane_rx_frames[p]);
+    }
+}
+
+void application::show_stats(const args& a)
+{
+    if (a.size() != 2) {
+        usage_error("show stats", "no arguments expected");
+    }
+    std::printf("stats: %s\n", stats_json().c_str());
+}
+
+void application::show_xstats(const args& a)
+{
+    if (a.size() != 2) {
+        usage_error("show xstats", "no arguments expected");
+    }
+    dpdk::worker_counters w;
+    counters t;
+    dp_->call([&] {
+        w = dp_->w().counters();
+        t = dp_->w().ep().stats();
+    });
+    const auto line = [](const std::string& name, uint64_t v, std::string_view) {
+        std::printf("  %-32s %llu\n", (name + ":").c_str(), static_cast<unsigned long long>(v));
+    };
+    std::printf("  ###### datapath (lcore %u) counters\n", dp_->lcore());
+    for_each_counter(w, dpdk::worker_counter_fields(), line);
+    std::printf("  ###### transport counters\n");
+    for_each_counter(t, counter_fields(), line);
+}
+
+} // namespace metaroce::app
