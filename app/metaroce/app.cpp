@@ -12,66 +12,11 @@
 
 #include "dpdk/port.hpp"
 #include "dpdk/stats_json.hpp"
+#include "telemetry.hpp"
 
 namespace metaroce::app {
 
 namespace {
-
-application* g_app = nullptr;
-
-// Telemetry dicts hold scalars (and arrays of scalars) only: flatten nested JSON
-// into keys joined by '_' ("path_3_cwnd"), floats as strings.
-void flatten(rte_tel_data* d, const std::string& prefix, const nlohmann::json& j, int& budget)
-{
-    if (j.is_object() || j.is_array()) {
-        size_t i = 0;
-        for (auto it = j.begin(); it != j.end(); ++it, ++i) {
-            const std::string key = j.is_object() ? it.key() : std::to_string(i);
-            flatten(d, prefix.empty() ? key : prefix + "_" + key, *it, budget);
-        }
-        return;
-    }
-    if (budget-- <= 0) {
-        return;
-    }
-    if (j.is_number_unsigned()) {
-        rte_tel_data_add_dict_u64(d, prefix.c_str(), j.get<uint64_t>());
-    } else if (j.is_number_integer()) {
-        rte_tel_data_add_dict_int(d, prefix.c_str(), int(j.get<int64_t>()));
-    } else if (j.is_boolean()) {
-        rte_tel_data_add_dict_u64(d, prefix.c_str(), j.get<bool>() ? 1 : 0);
-    } else if (j.is_number_float()) {
-        char s[32];
-        std::snprintf(s, sizeof s, "%.3f", j.get<double>());
-        rte_tel_data_add_dict_string(d, prefix.c_str(), s);
-    } else if (j.is_string()) {
-        rte_tel_data_add_dict_string(d, prefix.c_str(), j.get<std::string>().c_str());
-    }
-}
-
-int reply(rte_tel_data* d, const std::string& text)
-{
-    rte_tel_data_start_dict(d);
-    int budget = RTE_TEL_MAX_DICT_ENTRIES;
-    flatten(d, "", nlohmann::json::parse(text), budget);
-    return 0;
-}
-
-int tel_stats(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->stats_json()); }
-int tel_conns(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->conns_json()); }
-int tel_planes(const char*, const char*, rte_tel_data* d) { return reply(d, g_app->planes_json()); }
-int tel_paths(const char*, const char* params, rte_tel_data* d)
-{
-    if (params == nullptr || *params == '\0') {
-        return -EINVAL;
-    }
-    char* end = nullptr;
-    const unsigned long id = std::strtoul(params, &end, 0);
-    if (end == params || *end != '\0') {
-        return -EINVAL;
-    }
-    return reply(d, g_app->paths_json(conn_id(id)));
-}
 
 void* control_entry(void* self)
 {
@@ -103,13 +48,7 @@ application::application(const app_config& cfg) : cfg_(cfg)
                                         "datapath needs another one (e.g. -l 0,1)");
         }
     }
-    g_app = this;
-    rte_telemetry_register_cmd("/metaroce/stats", tel_stats,
-                               "Datapath and transport counters. No parameters");
-    rte_telemetry_register_cmd("/metaroce/conns", tel_conns, "Connections. No parameters");
-    rte_telemetry_register_cmd("/metaroce/paths", tel_paths,
-                               "Paths of one connection. Parameters: connection id");
-    rte_telemetry_register_cmd("/metaroce/planes", tel_planes, "Planes (ports). No parameters");
+    register_telemetry(*this);
     dp_->launch(lcore);
     pthread_t t;
     if (rte_ctrl_thread_create(&t, "metaroce-ctrl", nullptr, control_entry, this) == 0) {
@@ -124,8 +63,8 @@ application::~application()
         ctrl_quit_.store(true);
         pthread_join(pthread_t(ctrl_thread_), nullptr);
     }
+    detach_telemetry(); // DPDK cannot unregister: the endpoints answer -ENODEV from now on
     dp_->quit_and_wait();
-    g_app = nullptr;
 }
 
 // Effective plane state = admin up && link up. Only the control thread publishes
@@ -182,6 +121,24 @@ std::string application::conns_json()
         }
     });
     return j.dump();
+}
+
+std::string application::conns_page_json(size_t start, size_t count)
+{
+    nlohmann::json rows = nlohmann::json::array();
+    size_t total = 0;
+    dp_->call([&] {
+        const std::vector<conn_id> ids = dp_->w().ep().connections();
+        total = ids.size();
+        for (size_t i = start; i < ids.size() && rows.size() < count; ++i) {
+            if (auto ci = dp_->w().ep().inspect(ids[i])) {
+                nlohmann::json r = dpdk::to_json(*ci, false);
+                rows.push_back(r);
+            }
+        }
+    });
+    const size_t next = start + rows.size() < total ? start + rows.size() : 0;
+    return nlohmann::json{{"total", total}, {"start", start}, {"next", next}, {"conn", rows}}.dump();
 }
 
 std::string application::paths_json(conn_id c)

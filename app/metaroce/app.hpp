@@ -29,6 +29,9 @@ public:
     // JSON snapshots (for telemetry and "show ... json").
     std::string stats_json();
     std::string conns_json();
+    // Connections [start, start+count) in table order, with the total and the next
+    // start (0 when this page is the last).
+    std::string conns_page_json(size_t start, size_t count);
     std::string paths_json(conn_id c);
     std::string planes_json();
 

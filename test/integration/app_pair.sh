@@ -62,8 +62,11 @@ failover_script() {
     telemetry /metaroce/stats > "$dir/t_stats.txt"
     telemetry /metaroce/planes > "$dir/t_planes.txt"
     telemetry /metaroce/conns > "$dir/t_conns.txt"
-    conn=$(grep -o '"[0-9]\+_peer"' "$dir/t_conns.txt" | head -1 | tr -dc 0-9)
+    conn=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["/metaroce/conns"]["conn/id"][0])' \
+           < "$dir/t_conns.txt" 2>/dev/null)
     telemetry "/metaroce/paths,${conn:-0}" > "$dir/t_paths.txt"
+    telemetry "/metaroce/conn,${conn:-0}" > "$dir/t_conn.txt"
+    telemetry "/metaroce/conns,5" > "$dir/t_conns_page.txt"
   fi
   echo "stop"
   echo "set fwd send_bw"
@@ -126,12 +129,34 @@ failover)
   grep -Eq "Engine write_bw: [1-9][0-9]* messages.*, 0 errors" "$dir/a.log" || { echo "write_bw failed or moved nothing"; fail=1; }
   ;;
 telemetry)
-  for f in stats planes conns paths; do echo "=== /metaroce/$f"; cat "$dir/t_$f.txt"; done
-  grep -q '"datapath_rx_frames"' "$dir/t_stats.txt" || { echo "no stats"; fail=1; }
-  grep -q '"transport_tx_packets"' "$dir/t_stats.txt" || { echo "no transport stats"; fail=1; }
-  grep -q '"0_link_up"' "$dir/t_planes.txt" || { echo "no planes"; fail=1; }
-  grep -q '_state": "' "$dir/t_conns.txt" || { echo "no connection"; fail=1; }
-  grep -q '"path_0_udp_sport"' "$dir/t_paths.txt" || { echo "no paths"; fail=1; }
+  for f in stats planes conns paths conn conns_page; do echo "=== $f"; cat "$dir/t_$f.txt"; done
+  # Nested replies, numbers as numbers, nothing cut (every path of the connection).
+  python3 - "$dir" "$(python3 -c 'import json; print(json.load(open("'"$cfg_a"'"))["transport"]["paths"])')" <<'PY' || fail=1
+import json, sys
+d, paths = sys.argv[1], int(sys.argv[2])
+def load(name, ep):
+    return json.loads(open(f"{d}/t_{name}.txt").read())[ep]
+ok = True
+def check(cond, what):
+    global ok
+    print(("ok   " if cond else "FAIL ") + what)
+    ok = ok and cond
+s = load("stats", "/metaroce/stats")
+check(isinstance(s.get("datapath/rx_frames"), int) and s["datapath/rx_frames"] > 0, "stats: datapath/rx_frames is a number > 0")
+check(isinstance(s.get("transport/tx_packets"), int), "stats: transport/tx_packets is a number")
+pl = load("planes", "/metaroce/planes")
+check(pl.get("plane/link_up") == [1], "planes: plane/link_up is an array, one per plane")
+c = load("conns", "/metaroce/conns")
+check(c.get("total", 0) >= 1 and len(c.get("conn/id", [])) == c["total"] and c["conn/state"][0] == "established", "conns: total and one array per field")
+p = load("paths", "/metaroce/paths")
+check(len(p.get("path/udp_sport", [])) == paths, f"paths: all {paths} paths, none cut")
+check(all(isinstance(x, int) for x in p.get("path/cwnd", [None])), "paths: cwnd as numbers")
+one = load("conn", "/metaroce/conn")
+check(one.get("state") == "established" and len(one.get("path/plane", [])) == paths, "conn: the connection and its paths")
+pg = load("conns_page", "/metaroce/conns")
+check(pg.get("start") == 5 and pg.get("total") == c["total"] and "conn/id" not in pg and pg.get("next") == 0, "conns,5: an empty last page")
+sys.exit(0 if ok else 1)
+PY
   ;;
 esac
 rm -rf "$dir"
