@@ -7,7 +7,9 @@ packages=(meson ninja-build pkg-config g++ python3
           # scripts/fuzz.sh: clang, libFuzzer + sanitizer runtimes, llvm-symbolizer
           clang libclang-rt-14-dev llvm
           # scripts/kfabric.sh: namespaces, tc with BPF, and our BPF program's headers
-          iproute2 libbpf-dev linux-libc-dev)
+          iproute2 libbpf-dev linux-libc-dev
+          # the capture test: tshark decodes dpdk-dumpcap's capture with our dissector
+          tshark)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

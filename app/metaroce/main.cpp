@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "app.hpp"
+#include "dpdk/capture.hpp"
 #include "dpdk/eal.hpp"
 
 namespace {
@@ -50,7 +51,8 @@ void usage(const char* prog)
                 "  -i             interactive prompt\n"
                 "  -a             start forwarding right away\n"
                 "  --fwd ENGINE   write_bw|send_bw|read_bw|write_lat|send_lat\n"
-                "  --connect ADDR open a connection at start\n",
+                "  --connect ADDR open a connection at start\n"
+                "  --no-pdump     do not serve dpdk-dumpcap/dpdk-pdump capture requests\n",
                 prog);
 }
 
@@ -77,7 +79,9 @@ int main(int argc, char** argv)
         std::string connect_to;
         bool interactive = false;
         bool autostart = false;
+        bool pdump = true;
         static const option longs[] = {{"config", required_argument, nullptr, 'c'},
+                                       {"no-pdump", no_argument, nullptr, 'P'},
                                        {"fwd", required_argument, nullptr, 'f'},
                                        {"connect", required_argument, nullptr, 'C'},
                                        {"help", no_argument, nullptr, 'h'},
@@ -90,6 +94,7 @@ int main(int argc, char** argv)
             case 'f': fwd = optarg; break;
             case 'C': connect_to = optarg; break;
             case 'i': interactive = true; break;
+            case 'P': pdump = false; break;
             case 'a': autostart = true; break;
             case 'h': usage(argv[0]); dpdk::eal_cleanup(); return 0;
             case ':': throw std::invalid_argument(std::string("option ") + argv[optind - 1] + " needs a value");
@@ -102,6 +107,11 @@ int main(int argc, char** argv)
         app::app_config cfg;
         if (!config_path.empty()) {
             cfg = app::load_config(config_path);
+        }
+        if (pdump) {
+            if (const std::string why = dpdk::enable_capture(); !why.empty()) {
+                std::printf("metaroce: packet capture off: %s\n", why.c_str());
+            }
         }
         app::application a(cfg);
         g_app = &a;
