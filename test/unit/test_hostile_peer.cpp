@@ -34,6 +34,17 @@ void run_timers_alone(endpoint& e, uint64_t from, uint64_t span)
     }
 }
 
+// Deregisters `lkey` on `owner` right after the first `op` packet reaches side `to`.
+void deregister_after_first(pair_harness& h, int to, wire::opcode op, endpoint& owner, uint32_t lkey)
+{
+    h.on_delivered = [to, op, &owner, lkey, done = false](const captured& p) mutable {
+        if (!done && p.to == to && is_op(p, op)) {
+            done = true;
+            REQUIRE(owner.memory().deregister(lkey));
+        }
+    };
+}
+
 bool drop_acks_from_b(const captured& p) { return p.to == 0 && is_op(p, wire::opcode::ack); }
 
 transport_config one_at_a_time()
@@ -140,12 +151,7 @@ TEST_CASE("a WRITE whose region is deregistered between its packets writes no mo
     const conn_id c = h.connect();
     buffer src(h.a(), 3 * 4096, k_all_access, 7);
     buffer dst(h.b(), 3 * 4096, k_all_access);
-    int data_seen = 0;
-    h.on_delivered = [&](const captured& p) {
-        if (p.to == 1 && is_op(p, wire::opcode::write) && ++data_seen == 1) {
-            REQUIRE(h.b().memory().deregister(dst.mr.lkey));
-        }
-    };
+    deregister_after_first(h, 1, wire::opcode::write, h.b(), dst.mr.lkey);
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::rem_access_err);
@@ -163,12 +169,7 @@ TEST_CASE("a SEND whose receive buffer is deregistered mid-message writes no mor
     buffer src(h.a(), 3 * 4096, k_all_access, 9);
     buffer dst(h.b(), 3 * 4096, k_all_access);
     REQUIRE(h.b().post_recv(pc, 0, make_recv(dst, 77)) == post_result::ok);
-    int data_seen = 0;
-    h.on_delivered = [&](const captured& p) {
-        if (p.to == 1 && is_op(p, wire::opcode::send) && ++data_seen == 1) {
-            REQUIRE(h.b().memory().deregister(dst.mr.lkey));
-        }
-    };
+    deregister_after_first(h, 1, wire::opcode::send, h.b(), dst.mr.lkey);
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::send, src, dst, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty() && !h.cq[1].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::rem_op_err);
@@ -183,12 +184,7 @@ TEST_CASE("a READ source deregistered while it is being answered is read no more
     const conn_id c = h.connect();
     buffer local(h.a(), 3 * 4096, k_all_access);
     buffer remote(h.b(), 3 * 4096, k_all_access, 11);
-    int resp_seen = 0;
-    h.on_delivered = [&](const captured& p) {
-        if (p.to == 0 && is_op(p, wire::opcode::read_resp) && ++resp_seen == 1) {
-            REQUIRE(h.b().memory().deregister(remote.mr.lkey));
-        }
-    };
+    deregister_after_first(h, 0, wire::opcode::read_resp, h.b(), remote.mr.lkey);
     h.sent.clear();
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::read, local, remote, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
@@ -207,12 +203,7 @@ TEST_CASE("a READ's local buffer deregistered mid-response is written no more", 
     const conn_id c = h.connect();
     buffer local(h.a(), 3 * 4096, k_all_access);
     buffer remote(h.b(), 3 * 4096, k_all_access, 13);
-    int resp_seen = 0;
-    h.on_delivered = [&](const captured& p) {
-        if (p.to == 0 && is_op(p, wire::opcode::read_resp) && ++resp_seen == 1) {
-            REQUIRE(h.a().memory().deregister(local.mr.lkey));
-        }
-    };
+    deregister_after_first(h, 0, wire::opcode::read_resp, h.a(), local.mr.lkey);
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::read, local, remote, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::loc_prot_err);
@@ -225,12 +216,7 @@ TEST_CASE("a send buffer deregistered mid-message is read no more", "[hostile][d
     const conn_id c = h.connect();
     buffer src(h.a(), 4 * 4096, k_all_access, 15);
     buffer dst(h.b(), 4 * 4096, k_all_access);
-    int acks = 0;
-    h.on_delivered = [&](const captured& p) {
-        if (p.to == 0 && is_op(p, wire::opcode::ack) && ++acks == 1) {
-            REQUIRE(h.a().memory().deregister(src.mr.lkey));
-        }
-    };
+    deregister_after_first(h, 0, wire::opcode::ack, h.a(), src.mr.lkey);
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::loc_prot_err);
