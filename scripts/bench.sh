@@ -52,14 +52,14 @@ pair() { # pair NAME TEST [options]; writes $dir/NAME.json from the client
   local spid=$!
   wait_sock
   timeout $((secs + 40)) "$perf" -l 1 "${eal[@]}" --file-prefix=bench-c --vdev="$(vdev client)" \
-    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 --out_json "$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
+    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 --out_json_file="$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
   wait $spid 2>/dev/null || true
   [ -s "$dir/$name.json" ] || { echo "bench: $name failed:" >&2; tail -3 "$dir/$name.log" >&2; }
 }
 field() { # field NAME KEY
   python3 -c 'import json,sys
 try:
-    r = json.load(open(sys.argv[1]))["results"][0]; print("%.3f" % r[sys.argv[2]])
+    r = json.load(open(sys.argv[1]))["results"]; print("%.3f" % r[sys.argv[2]])
 except Exception: print("null")' "$dir/$1.json" "$2"
 }
 raw_source="dpdk-testpmd txonly->rxonly"
@@ -77,10 +77,10 @@ pair sd64k send_bw -s 65536 -D "$secs" --report_gbits
 pair rawlat send_lat --raw -s 2 -n 10000
 pair lat send_lat -s 2 -n 10000
 
-bw=BW\ average\[Gb/sec\]
+bw=BW_average # Gb/s with --report_gbits
 wr4k=$(field wr4k "$bw"); wr64k=$(field wr64k "$bw")
 sd4k=$(field sd4k "$bw"); sd64k=$(field sd64k "$bw")
-rawlat=$(field rawlat "t_typical[usec]"); lat=$(field lat "t_typical[usec]")
+rawlat=$(field rawlat "t_typical"); lat=$(field lat "t_typical")
 
 ratio() { python3 -c 'import sys
 a, b = sys.argv[1], sys.argv[2]

@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ uint64_t parse_uint(const char* flag, const char* text, uint64_t min, uint64_t m
 enum long_only : int {
     opt_report_gbits = 256,
     opt_out_json,
+    opt_out_json_file,
+    opt_output,
+    opt_run_infinitely,
+    opt_cpu_util,
     opt_paths,
     opt_planes,
     opt_no_verify,
@@ -80,6 +85,32 @@ std::vector<dpdk::mac_addr> parse_gateways(const std::string& text)
     }
 }
 
+double parse_positive(const char* flag, const char* text)
+{
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !(v > 0)) {
+        throw std::invalid_argument(std::string("option ") + flag + ": '" + text +
+                                    "' is not a positive number");
+    }
+    return v;
+}
+
+output_kind parse_output(std::string_view v)
+{
+    if (v == "bandwidth") {
+        return output_kind::bandwidth;
+    }
+    if (v == "latency") {
+        return output_kind::latency;
+    }
+    if (v == "message_rate") {
+        return output_kind::message_rate;
+    }
+    throw std::invalid_argument("--output: '" + std::string(v) +
+                                "' is not bandwidth, latency or message_rate");
+}
+
 } // namespace
 
 const char* test_title(test_kind t) noexcept
@@ -108,20 +139,28 @@ void print_usage(const char* prog)
         "  -q, --qp=N             connections (default 1)\n"
         "  -t, --tx-depth=N       outstanding messages per connection (default 128, lat 1)\n"
         "      --report_gbits     bandwidth in Gb/sec instead of MB/sec\n"
-        "      --out_json FILE    also write the results as JSON\n"
+        "      --out_json         also write the results as JSON (file: perftest_out.json)\n"
+        "      --out_json_file=F  the JSON file (implies --out_json)\n"
+        "      --output=WHAT      print only bandwidth | latency | message_rate\n"
+        "  -N, --no_peak          do not compute the BW peak (prints 0)\n"
+        "  -m, --mtu=N            as --mtu (perftest spelling; 256..4096)\n"
+        "  -F, --CPU-freq         accepted; the clock is the TSC, no frequency check\n"
+        "  -w, --limit_bw=X       exit 1 when the average bandwidth is below X (table unit)\n"
+        "  -y, --limit_msgrate=X  exit 1 when the message rate is below X Mpps\n"
         "      --paths N          paths (UDP source ports) per connection (default 16)\n"
         "      --planes N         planes = ports used, 1..%u (default 1)\n"
         "      --mtu N            transport payload bytes per packet (default 4096)\n"
         "      --no-verify        skip the end-of-run data check\n"
         "      --raw              baseline: stream (bw) or ping-pong (lat) bare UDP frames\n"
         "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2)\n"
-        "      --timeout SEC      give up waiting for the peer after SEC s (default 30)\n"
+        "      --timeout SEC      give up after SEC s without progress (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
         "      --counters         print datapath and transport counters at exit\n"
         "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000)\n"
         "      --max-timeouts N   consecutive RTOs of a path before the connection fails\n"
         "      --gateway MAC[,MAC] next-hop router MAC per plane (routed fabric; else on-link)\n"
         "      --plane-log        print plane state changes and per-plane frames at exit\n"
+        "  Refused, with what to use: -d -i -x -p -b -W --run_infinitely --cpu_util\n"
         "  -h, --help\n",
         prog, dpdk::k_max_planes);
 }
@@ -137,7 +176,21 @@ std::optional<options> parse_options(int argc, char** argv)
         {"tx-depth", required_argument, nullptr, 't'},
         {"help", no_argument, nullptr, 'h'},
         {"report_gbits", no_argument, nullptr, opt_report_gbits},
-        {"out_json", required_argument, nullptr, opt_out_json},
+        {"out_json", no_argument, nullptr, opt_out_json},
+        {"out_json_file", required_argument, nullptr, opt_out_json_file},
+        {"output", required_argument, nullptr, opt_output},
+        {"no_peak", no_argument, nullptr, 'N'},
+        {"CPU-freq", no_argument, nullptr, 'F'},
+        {"limit_bw", required_argument, nullptr, 'w'},
+        {"limit_msgrate", required_argument, nullptr, 'y'},
+        {"report-counters", required_argument, nullptr, 'W'},
+        {"ib-dev", required_argument, nullptr, 'd'},
+        {"ib-port", required_argument, nullptr, 'i'},
+        {"gid-index", required_argument, nullptr, 'x'},
+        {"port", required_argument, nullptr, 'p'},
+        {"bidirectional", no_argument, nullptr, 'b'},
+        {"run_infinitely", no_argument, nullptr, opt_run_infinitely},
+        {"cpu_util", no_argument, nullptr, opt_cpu_util},
         {"paths", required_argument, nullptr, opt_paths},
         {"planes", required_argument, nullptr, opt_planes},
         {"no-verify", no_argument, nullptr, opt_no_verify},
@@ -155,11 +208,13 @@ std::optional<options> parse_options(int argc, char** argv)
     };
     options o;
     bool have_test = false;
+    bool json = false;
+    std::string json_file;
     optind = 0; // 0: glibc re-initialises after the EAL's own getopt pass
     opterr = 0;
     int c;
     // '-' keeps positional arguments in order, so TEST may come anywhere.
-    while ((c = getopt_long(argc, argv, "-:s:an:D:q:t:h", longs, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "-:s:an:D:q:t:hNFm:w:y:W:d:i:x:p:b", longs, nullptr)) != -1) {
         switch (c) {
         case 1: {
             const std::string_view arg = optarg;
@@ -191,7 +246,47 @@ std::optional<options> parse_options(int argc, char** argv)
         case 'q': o.qps = uint32_t(parse_uint("-q", optarg, 1, 256)); break;
         case 't': o.tx_depth = uint32_t(parse_uint("-t", optarg, 1, 4096)); break;
         case opt_report_gbits: o.report_gbits = true; break;
-        case opt_out_json: o.out_json = optarg; break;
+        case opt_out_json: json = true; break;
+        case opt_out_json_file:
+            if (*optarg == '\0') {
+                throw std::invalid_argument("--out_json_file: empty file name");
+            }
+            json = true;
+            json_file = optarg;
+            break;
+        case opt_output: o.output = parse_output(optarg); break;
+        case 'N': o.no_peak = true; break;
+        case 'F': break; // perftest: ignore CPU frequency warnings; the TSC is calibrated
+        case 'm': o.mtu = uint16_t(parse_uint("-m", optarg, 256, 4096)); break;
+        case 'w': o.limit_bw = parse_positive("-w/--limit_bw", optarg); break;
+        case 'y': o.limit_msgrate = parse_positive("-y/--limit_msgrate", optarg); break;
+        case 'd':
+            throw std::invalid_argument(
+                "-d/--ib-dev: there are no verbs devices; name the DPDK ports with EAL "
+                "options before '--' (e.g. --vdev=net_memif0,...), one per plane");
+        case 'i':
+            throw std::invalid_argument(
+                "-i/--ib-port: ports are the EAL's, in order; use --planes N to use N of them");
+        case 'x':
+            throw std::invalid_argument(
+                "-x/--gid-index: the address is an IPv4 node address; use --local ADDR");
+        case 'p':
+            throw std::invalid_argument(
+                "-p/--port: parameters are exchanged in-band over the transport; there is no "
+                "TCP port (drop -p)");
+        case 'b':
+            throw std::invalid_argument(
+                "-b/--bidirectional is not supported; run a second server/client pair the "
+                "other way");
+        case 'W':
+            throw std::invalid_argument(
+                "-W/--report-counters: use --counters (datapath and transport counters)");
+        case opt_run_infinitely:
+            throw std::invalid_argument(
+                "--run_infinitely is not supported; use -D SEC for a long timed run");
+        case opt_cpu_util:
+            throw std::invalid_argument(
+                "--cpu_util is not measured: the datapath busy-polls one core at 100%");
         case opt_paths: o.paths = uint16_t(parse_uint("--paths", optarg, 1, 256)); break;
         case opt_planes:
             o.planes = uint8_t(parse_uint("--planes", optarg, 1, dpdk::k_max_planes));
@@ -247,6 +342,18 @@ std::optional<options> parse_options(int argc, char** argv)
         throw std::invalid_argument("--gateway names " + std::to_string(o.gateways.size()) +
                                     " MAC(s) for " + std::to_string(o.planes) +
                                     " plane(s): give one per plane, in plane order");
+    }
+    if (json) {
+        o.out_json = json_file.empty() ? k_default_json_file : json_file;
+    }
+    if (o.output == output_kind::latency && o.is_bw()) {
+        throw std::invalid_argument("--output=latency needs a latency test (write_lat, send_lat)");
+    }
+    if (o.output != output_kind::latency && o.output != output_kind::full && !o.is_bw()) {
+        throw std::invalid_argument("--output=bandwidth|message_rate needs a bandwidth test");
+    }
+    if ((o.limit_bw > 0 || o.limit_msgrate > 0) && !o.is_bw()) {
+        throw std::invalid_argument("-w/-y limit a bandwidth test's results");
     }
     if (o.raw && o.qps != 1) {
         throw std::invalid_argument("--raw runs one stream; drop -q");

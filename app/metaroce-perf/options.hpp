@@ -14,6 +14,12 @@ namespace metaroce::perf {
 using engines::test_kind;
 using engines::test_name;
 
+// perftest's --output: the full report or just one number per size.
+enum class output_kind { full, bandwidth, latency, message_rate };
+
+// perftest writes JSON here when --out_json is given without --out_json_file.
+inline constexpr const char* k_default_json_file = "perftest_out.json";
+
 struct options {
     test_kind test = test_kind::write_bw;
     bool client = false;
@@ -26,7 +32,11 @@ struct options {
     uint32_t qps = 1;              // -q: connections
     uint32_t tx_depth = 0;         // -t: 0: 128 bw, 1 lat
     bool report_gbits = false;
-    std::string out_json;
+    std::string out_json;          // the JSON file; empty: no JSON (--out_json[_file])
+    bool no_peak = false;          // -N: perftest's "no peak" (prints 0)
+    output_kind output = output_kind::full; // --output: one number instead of the table
+    double limit_bw = 0;           // -w: fail (exit 1) below this average, in the table's unit
+    double limit_msgrate = 0;      // -y: fail (exit 1) below this message rate, Mpps
     uint16_t paths = 16;
     uint8_t planes = 1;
     uint16_t mtu = 4096;

@@ -13,14 +13,6 @@ namespace {
 constexpr const char* k_dashes =
     "---------------------------------------------------------------------------------------";
 
-std::string gid_of(uint32_t ip)
-{
-    char s[80];
-    std::snprintf(s, sizeof s, "00:00:00:00:00:00:00:00:00:00:255:255:%03u:%03u:%03u:%03u",
-                  (ip >> 24) & 0xff, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
-    return s;
-}
-
 void print_address(const char* who, const address_line& a)
 {
     std::printf(" %s address: LID 0000 QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016llx\n", who,
@@ -28,6 +20,14 @@ void print_address(const char* who, const address_line& a)
     std::printf(" GID: %s\n", gid_of(a.ip).c_str());
 }
 } // namespace
+
+std::string gid_of(uint32_t ip)
+{
+    char s[80];
+    std::snprintf(s, sizeof s, "00:00:00:00:00:00:00:00:00:00:255:255:%02u:%02u:%02u:%02u",
+                  (ip >> 24) & 0xff, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+    return s;
+}
 
 void print_dashes()
 {
@@ -129,14 +129,42 @@ double to_unit(const options& o, double bytes_per_s)
 }
 } // namespace
 
-void bw_timing::completed(uint64_t now_ns, uint64_t bytes)
+bw_timing::bw_timing(uint64_t start, uint64_t max_outstanding)
+    : start_ns(start), last_ns(start), outstanding(std::max<uint64_t>(1, max_outstanding))
+{
+    points.reserve(k_max_points);
+    points.push_back({0, start});
+}
+
+void bw_timing::completed(uint64_t now_ns, uint64_t messages)
 {
     last_ns = now_ns;
-    const uint64_t bin = (now_ns - start_ns) / k_bin_ns;
-    if (bin >= bins.size()) {
-        bins.resize(bin + 1, 0);
+    completed_msgs += messages;
+    if (points.size() >= k_max_points) {
+        // Any two logged points still bound a valid window: keep every other one.
+        size_t w = 0;
+        for (size_t r = 0; r < points.size(); r += 2) {
+            points[w++] = points[r];
+        }
+        points.resize(w);
     }
-    bins[bin] += bytes;
+    points.push_back({completed_msgs, now_ns});
+}
+
+double bw_timing::peak_msgs_per_s() const
+{
+    double best = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+        for (size_t j = i + 1; j < points.size(); ++j) {
+            const uint64_t n = points[j].count - points[i].count;
+            const uint64_t dt = points[j].ns - points[i].ns;
+            if (n <= outstanding || dt == 0) {
+                continue;
+            }
+            best = std::max(best, double(n - outstanding) * 1e9 / double(dt));
+        }
+    }
+    return best;
 }
 
 bw_result bw_row(const options& o, uint64_t size, uint64_t iters, uint64_t elapsed_ns, double peak)
@@ -155,53 +183,123 @@ bw_result bw_row(const options& o, uint64_t size, uint64_t iters, const bw_timin
 {
     const uint64_t elapsed = t.last_ns - t.start_ns;
     const double avg_bps = elapsed > 0 ? double(size) * double(iters) * 1e9 / double(elapsed) : 0;
-    double peak_bps = avg_bps;
-    for (uint64_t b = 0; b < elapsed / bw_timing::k_bin_ns && b < t.bins.size(); ++b) {
-        peak_bps = std::max(peak_bps, double(t.bins[b]) * 1e9 / double(bw_timing::k_bin_ns));
+    // The average is itself a window (start to last completion) that no wire can beat.
+    const double peak_bps = std::max(avg_bps, double(size) * t.peak_msgs_per_s());
+    return bw_row(o, size, iters, elapsed, o.no_peak ? 0 : to_unit(o, peak_bps));
+}
+
+void print_bw_number(const options& o, const bw_result& r)
+{
+    std::printf("%lf\n", o.output == output_kind::message_rate ? r.msg_rate_mpps : r.avg);
+    std::fflush(stdout);
+}
+
+void print_lat_number(const lat_result& r)
+{
+    std::printf("%lf\n", r.t_typical);
+    std::fflush(stdout);
+}
+
+void print_verification(const options& o, bool checked, uint64_t bad_bytes)
+{
+    if (!checked) {
+        return;
     }
-    return bw_row(o, size, iters, elapsed, to_unit(o, peak_bps));
+    if (bad_bytes == 0) {
+        if (o.output == output_kind::full) {
+            std::printf(" Data verification: ok\n");
+        }
+    } else {
+        std::fprintf(o.output == output_kind::full ? stdout : stderr,
+                     " Data verification: FAILED (%llu bytes differ)\n",
+                     static_cast<unsigned long long>(bad_bytes));
+    }
+    std::fflush(stdout);
+}
+
+bool check_limits(const options& o, const std::vector<bw_result>& rows)
+{
+    bool ok = true;
+    for (const auto& r : rows) {
+        if (o.limit_bw > 0 && r.avg < o.limit_bw) {
+            std::fprintf(stderr, "size %llu: BW average %.2f is below the limit %.2f (-w)\n",
+                         static_cast<unsigned long long>(r.bytes), r.avg, o.limit_bw);
+            ok = false;
+        }
+        if (o.limit_msgrate > 0 && r.msg_rate_mpps < o.limit_msgrate) {
+            std::fprintf(stderr, "size %llu: MsgRate %.6f Mpps is below the limit %.6f (-y)\n",
+                         static_cast<unsigned long long>(r.bytes), r.msg_rate_mpps,
+                         o.limit_msgrate);
+            ok = false;
+        }
+    }
+    if (ok && (o.limit_bw > 0 || o.limit_msgrate > 0)) {
+        std::printf(" Limits: passed\n");
+    }
+    return ok;
 }
 
 bool write_json(const std::string& path, const options& o, const run_info& info,
                 const std::vector<bw_result>& bw, const std::vector<lat_result>& lat,
                 bool verified, const std::string& verify_state)
 {
-    nlohmann::json j;
-    j["test"] = test_name(o.test);
-    j["raw"] = o.raw;
-    j["role"] = o.client ? "client" : "server";
-    j["device"] = info.device;
-    j["transport"] = info.transport;
-    j["qps"] = o.qps;
-    j["tx_depth"] = o.tx_depth;
-    j["mtu"] = o.mtu;
-    j["planes"] = info.planes;
-    j["paths"] = info.paths;
-    j["verified"] = verified;
-    j["verify"] = verify_state;
-    const char* unit = o.report_gbits ? "Gb/sec" : "MB/sec";
-    j["bw_unit"] = unit;
-    nlohmann::json rows = nlohmann::json::array();
+    using nlohmann::json;
+    // perftest's layout: a test_info object (the header block) and a results object (the
+    // row). With -a there is one row per size and results is an array of such objects.
+    json t;
+    t["test"] = test_title(o.test);
+    t["role"] = o.client ? "client" : "server";
+    t["Dual_port"] = "OFF";
+    t["Device"] = info.device;
+    t["Number_of_qps"] = o.qps;
+    t["Transport_type"] = info.transport;
+    t["Connection_type"] = "RC";
+    t["Using_SRQ"] = "OFF";
+    t["TX_depth"] = o.tx_depth;
+    t["CQ_Moderation"] = 1;
+    t["Mtu"] = o.mtu;
+    t["Link_type"] = "Ethernet";
+    t["GID_index"] = 0;
+    t["Max_inline_data"] = 0;
+    t["rdma_cm_QPs"] = "OFF";
+    t["Data_ex_method"] = "in-band";
+    t["Planes"] = info.planes;
+    t["Paths_per_QP"] = info.paths;
+    t["Raw_frames"] = o.raw;
+    t["Data_verification"] = verify_state;
+    t["Data_verified"] = verified;
+    if (o.is_bw()) {
+        t["BW_unit"] = o.report_gbits ? "Gb/sec" : "MB/sec";
+    } else {
+        t["Lat_unit"] = "usec";
+    }
+    json rows = json::array();
     for (const auto& r : bw) {
-        rows.push_back({{"#bytes", r.bytes},
-                        {"#iterations", r.iters},
-                        {std::string("BW peak[") + unit + "]", r.peak},
-                        {std::string("BW average[") + unit + "]", r.avg},
-                        {"MsgRate[Mpps]", r.msg_rate_mpps},
-                        {"seconds", r.seconds}});
+        rows.push_back({{"MsgSize", r.bytes},
+                        {"n_iterations", r.iters},
+                        {"BW_peak", r.peak},
+                        {"BW_average", r.avg},
+                        {"MsgRate", r.msg_rate_mpps}});
     }
     for (const auto& r : lat) {
-        rows.push_back({{"#bytes", r.bytes},
-                        {"#iterations", r.iters},
-                        {"t_min[usec]", r.t_min},
-                        {"t_max[usec]", r.t_max},
-                        {"t_typical[usec]", r.t_typical},
-                        {"t_avg[usec]", r.t_avg},
-                        {"t_stdev[usec]", r.t_stdev},
-                        {"99% percentile[usec]", r.p99},
-                        {"99.9% percentile[usec]", r.p999}});
+        if (!o.client) {
+            // The latency samples are the client's (its echoes); the server has none.
+            rows.push_back({{"MsgSize", r.bytes}, {"n_iterations", r.iters}});
+            continue;
+        }
+        rows.push_back({{"MsgSize", r.bytes},
+                        {"n_iterations", r.iters},
+                        {"t_min", r.t_min},
+                        {"t_max", r.t_max},
+                        {"t_typical", r.t_typical},
+                        {"t_avg", r.t_avg},
+                        {"t_stdev", r.t_stdev},
+                        {"percentile_99", r.p99},
+                        {"percentile_99.9", r.p999}});
     }
-    j["results"] = rows;
+    json j;
+    j["test_info"] = t;
+    j["results"] = rows.size() == 1 ? rows[0] : rows;
     std::ofstream f(path);
     if (!f) {
         std::fprintf(stderr, "cannot write %s\n", path.c_str());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <rte_config.h>
+
 #include "app_config.hpp"
 #include "datapath.hpp"
 #include "dpdk/planes.hpp"
@@ -38,12 +40,16 @@ public:
     // Control thread body: plane health from link state and admin flags.
     void control_loop();
 
-    // The prompt's handlers, one per (verb, object) of the table in commands.cpp;
+    // The prompt's handlers, one per command of the table in commands.cpp;
     // each gets the whole line, split into words.
     using args = std::vector<std::string>;
     void cmd_help(const args& a);
     // cmd_show.cpp
-    void show_port(const args& a);
+    void show_config(const args& a);
+    // cmd_port.cpp: testpmd's port commands
+    void show_port_info(const args& a);
+    void show_port_stats(const args& a);
+    void clear_port_stats(const args& a);
     void show_conn(const args& a);
     void show_path(const args& a);
     void show_planes(const args& a);
@@ -56,6 +62,7 @@ public:
     void cmd_close(const args& a);
     void cmd_start(const args& a);
     void cmd_stop(const args& a);
+    void show_fwd_stats(const args& a);
     void clear_stats(const args& a);
     void cmd_quit(const args& a);
     // cmd_verbs.cpp: application control (the conformance runner drives the app with
@@ -89,6 +96,11 @@ private:
     bool ctrl_running_ = false;
     uint64_t ctrl_thread_ = 0;
     bool started_ = false;
+    // "show port stats": the counters and time of the last show, per port (for pps/bps).
+    struct rate_mark {
+        uint64_t ipackets = 0, opackets = 0, ibytes = 0, obytes = 0, ns = 0;
+    };
+    std::array<rate_mark, RTE_MAX_ETHPORTS> rate_marks_{};
 };
 
 } // namespace metaroce::app

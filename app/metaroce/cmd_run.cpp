@@ -200,6 +200,30 @@ void application::cmd_stop(const args& a)
     std::printf("  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++\n\nDone.\n");
 }
 
+void application::show_fwd_stats(const args& a)
+{
+    if (a.size() != 3) {
+        usage_error("show fwd stats", "no arguments expected");
+    }
+    dpdk::worker_counters w;
+    engines::test_kind k{};
+    dp_->call([&] {
+        w = dp_->w().counters();
+        k = dp_->engines().test();
+    });
+    for (uint16_t p : cfg_.ports) {
+        print_port_block(p);
+    }
+    std::printf("  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++\n");
+    std::printf("  RX-packets: %-14llu RX-dropped: %-14llu RX-total: %llu\n", (unsigned long long)w.rx_frames,
+                (unsigned long long)w.rx_drops_total(), (unsigned long long)(w.rx_frames));
+    std::printf("  TX-packets: %-14llu TX-dropped: %-14llu TX-total: %llu\n", (unsigned long long)w.tx_frames,
+                (unsigned long long)(w.tx_plane_down + w.tx_bad_frame),
+                (unsigned long long)(w.tx_frames + w.tx_plane_down + w.tx_bad_frame));
+    std::printf("  Engine %s: %s\n", engines::test_name(k), started_ ? "running" : "stopped");
+    std::printf("  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++\n");
+}
+
 void application::clear_stats(const args& a)
 {
     if (a.size() != 2) {

@@ -10,44 +10,31 @@
 
 namespace metaroce::app {
 
-void application::show_port(const args& a)
+void application::show_config(const args& a)
 {
-    if (a.size() != 4 || a[2] != "stats") {
-        usage_error("show port stats all|<port>", "expected 'stats' and a port");
+    if (a.size() != 2) {
+        usage_error("show config", "no arguments expected");
     }
-    const std::string& which = a[3];
-    std::vector<uint16_t> ports;
-    if (which == "all") {
-        ports = cfg_.ports;
-    } else {
-        const uint64_t p = parse_number(which, "port");
-        bool ours = false;
-        for (uint16_t q : cfg_.ports) {
-            ours |= q == p;
-        }
-        if (!ours) {
-            throw std::invalid_argument("port " + which + " is not one of ours (planes use " +
-                                        std::to_string(cfg_.ports.size()) + " port(s))");
-        }
-        ports.push_back(uint16_t(p));
+    const transport_config& t = cfg_.transport;
+    std::printf("  node address: %s\n", dpdk::format_ipv4(cfg_.address).c_str());
+    for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+        const bool routed = p < cfg_.gateways.size() && cfg_.gateways[p].has_value();
+        std::printf("  plane %zu: port %u, address %s, %s\n", p, cfg_.ports[p],
+                    dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p))).c_str(),
+                    routed ? ("gateway " + dpdk::format_mac(*cfg_.gateways[p])).c_str() : "one hop");
     }
-    for (uint16_t p : ports) {
-        rte_eth_stats s{};
-        rte_eth_stats_get(p, &s);
-        std::printf("\n  ######################## NIC statistics for port %-2u #########################\n", p);
-        std::printf("  RX-packets: %-10llu RX-missed: %-10llu RX-bytes:  %llu\n",
-                    (unsigned long long)s.ipackets, (unsigned long long)s.imissed,
-                    (unsigned long long)s.ibytes);
-        std::printf("  RX-errors: %llu\n  RX-nombuf:  %-10llu\n", (unsigned long long)s.ierrors,
-                    (unsigned long long)s.rx_nombuf);
-        std::printf("  TX-packets: %-10llu TX-errors: %-10llu TX-bytes:  %llu\n",
-                    (unsigned long long)s.opackets, (unsigned long long)s.oerrors,
-                    (unsigned long long)s.obytes);
-        std::printf("  ############################################################################\n");
-    }
-    std::string j;
-    dp_->call([&] { j = dpdk::to_json(dp_->w().counters()).dump(); });
-    std::printf("  datapath (lcore %u): %s\n", dp_->lcore(), j.c_str());
+    std::printf("  datapath lcore: %u, static peers: %zu, mbufs: %u, max connections: %u\n", dp_->lcore(),
+                cfg_.peers.size(), cfg_.mbufs, cfg_.max_connections);
+    std::printf("  UDP checksum: %s\n", cfg_.udp_checksum_software ? "software" : "offload when offered");
+    std::printf("  transport: mtu %u, paths %u, max streams %u, max msgs %u, rq depth %u, max reads %u\n", t.mtu,
+                t.paths, t.max_streams, t.max_msgs, t.rq_depth, t.max_reads);
+    std::printf("  timers: initial rtt %llu us, rto %llu..%llu us, max timeouts %u\n",
+                (unsigned long long)(t.initial_rtt_ns / 1000), (unsigned long long)(t.min_rto_ns / 1000),
+                (unsigned long long)(t.max_rto_ns / 1000), t.max_timeouts);
+    engines::test_kind k{};
+    dp_->call([&] { k = dp_->engines().test(); });
+    std::printf("  forwarding: %s, message size %llu, tx depth %u, %s\n", engines::test_name(k),
+                (unsigned long long)cfg_.message_size, cfg_.tx_depth, started_ ? "started" : "stopped");
 }
 
 void application::show_conn(const args& a)

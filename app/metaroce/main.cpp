@@ -1,9 +1,5 @@
 // metaroce: the testpmd-style application.
 //   metaroce [EAL options] -- [--config FILE] [-i] [-a] [--json]
-#include <cmdline.h>
-#include <cmdline_parse.h>
-#include <cmdline_parse_string.h>
-#include <cmdline_socket.h>
 #include <getopt.h>
 
 #include <atomic>
@@ -14,35 +10,13 @@
 #include <thread>
 
 #include "app.hpp"
+#include "prompt.hpp"
 #include "dpdk/capture.hpp"
 #include "dpdk/eal.hpp"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
-metaroce::app::application* g_app = nullptr;
-
-// The whole line goes to the command table: one cmdline instance, a
-// multi-word string token, no per-command boilerplate.
-struct line_result {
-    cmdline_fixed_string_t line;
-};
-cmdline_parse_token_string_t k_line_token =
-    TOKEN_STRING_INITIALIZER(struct line_result, line, TOKEN_STRING_MULTI);
-
-void on_line(void* parsed, struct cmdline* cl, void*)
-{
-    auto* r = static_cast<line_result*>(parsed);
-    if (!g_app->execute(r->line)) {
-        cmdline_quit(cl);
-    }
-}
-
-cmdline_parse_inst_t k_line_inst = {
-    on_line, nullptr, "any metaroce command (type help)",
-    {&k_line_token.hdr, nullptr},
-};
-cmdline_parse_ctx_t k_ctx[] = {&k_line_inst, nullptr};
 
 void usage(const char* prog)
 {
@@ -114,7 +88,6 @@ int main(int argc, char** argv)
             }
         }
         app::application a(cfg);
-        g_app = &a;
         std::printf("metaroce: node %s, %zu plane(s), datapath on lcore %u\n",
                     dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.dp().lcore());
         std::fflush(stdout);
@@ -128,12 +101,7 @@ int main(int argc, char** argv)
             a.execute("start");
         }
         if (interactive) {
-            cmdline* cl = cmdline_stdin_new(k_ctx, "metaroce> ");
-            if (cl == nullptr) {
-                throw std::runtime_error("cannot open the prompt");
-            }
-            cmdline_interact(cl);
-            cmdline_stdin_exit(cl);
+            app::run_prompt(a);
             if (!a.quit_requested()) {
                 a.execute("quit");
             }
@@ -145,7 +113,6 @@ int main(int argc, char** argv)
             }
             a.execute("quit");
         }
-        g_app = nullptr;
     } catch (const std::invalid_argument& e) {
         std::fprintf(stderr, "metaroce: %s\n", e.what());
         rc = 1;

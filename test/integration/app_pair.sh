@@ -52,12 +52,18 @@ failover_script() {
   if [ "$mode" = failover ]; then failover_script; exit 0; fi
   sleep 2
   echo "help"
+  echo "help show"
+  echo "show config"
+  echo "show port info all"
   echo "show planes"
   echo "connect 10.0.0.2"
   echo "show conn"
   echo "set fwd write_bw"
   echo "start"
+  echo "show port stats 0"
   sleep 1.5
+  echo "show port stats all"
+  echo "show fwd stats"
   if [ "$mode" = telemetry ]; then
     telemetry /metaroce/stats > "$dir/t_stats.txt"
     telemetry /metaroce/planes > "$dir/t_planes.txt"
@@ -82,6 +88,10 @@ failover_script() {
   echo "show planes"
   echo "set plane 0 up"
   echo "clear stats"
+  echo "clear port stats all"
+  echo "show port stats 0"
+  echo "show port"
+  echo "clear port stats 5"
   echo "quit"
 } | timeout 40 "$app" -l 0,1 --main-lcore 1 "${eal[@]}" --file-prefix=$pa \
       $(printf -- '%s,role=server ' "${vdevs[@]}") -- --config "$cfg_a" -i >"$dir/a.log" 2>&1 &
@@ -109,6 +119,29 @@ prompt)
   expect "Bad arguments: '10.0.0' is not an IPv4 address (usage: connect <addr>)"
   expect "plane 0 is now administratively down"
   expect "Statistics cleared"
+  # testpmd's commands, with testpmd's labels.
+  expect "Commands of 'show':"
+  if sed -n "/Commands of 'show':/,/metaroce> /p" "$dir/a.log" | grep -qE '^  (connect|set|mr|post) '; then
+    echo "'help show' listed other verbs"; fail=1
+  fi
+  expect "  node address: 10.0.0.1"
+  expect "********************* Infos for port 0  *********************"
+  expect "Driver name: net_memif"
+  expect "######################## NIC statistics for port 0  ########################"
+  expect "Throughput (since last show)"
+  expect "Accumulated forward statistics for all ports"
+  expect "Engine write_bw: running"
+  expect "NIC statistics for port 0 cleared"
+  expect "Bad arguments: show port what? (usage: show port info|stats ...)"
+  expect "Bad arguments: port 5 is not one of ours (planes use 1 port(s))"
+  # The second show, during write_bw, saw traffic: Tx-pps and Tx-bps above zero.
+  rates=$(awk '/Tx-pps:/ {print $2, $4}' "$dir/a.log" | sed -n 2p)
+  echo "Tx-pps, Tx-bps during write_bw: ${rates:-none}"
+  set -- $rates
+  [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] || { echo "no Tx rate during write_bw"; fail=1; }
+  # After "clear port stats all" the counters restart from zero.
+  last_tx=$(awk '/NIC statistics for port 0 cleared/ {c=1} c && /TX-packets:/ {print $2; exit}' "$dir/a.log")
+  [ "${last_tx:-x}" -lt 100 ] 2>/dev/null || { echo "TX-packets after clear: ${last_tx:-none}"; fail=1; }
   if grep -q "Engine write_bw: 0 messages" "$dir/a.log"; then echo "write_bw moved nothing"; fail=1; fi
   ;;
 failover)
