@@ -42,7 +42,7 @@ failover_script() {
   echo "show path ${id:-0}"
   echo "show port stats all"
   echo "set plane 1 up"
-  sleep 1
+  sleep 2 # the control thread publishes the plane; generous for loaded CI hosts
   echo "show path ${id:-0}"
   echo "stop"
   echo "quit"
