@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -14,21 +15,58 @@ bool g_counting = false;
 size_t g_allocations = 0;
 } // namespace
 
-// We replace both halves of the global allocator, so malloc/free pair up.
+// We replace every form of the global allocator (plain, array, nothrow, aligned) so each
+// allocation is counted and every new pairs with its delete on malloc/free; a form left
+// to the runtime would be freed here (ASan reports that as alloc-dealloc-mismatch).
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
-void* operator new(std::size_t n)
+namespace {
+void* counted_alloc(std::size_t n, std::size_t align) noexcept
 {
     if (g_counting) {
         ++g_allocations;
     }
-    if (void* p = std::malloc(n == 0 ? 1 : n)) {
+    n = n == 0 ? 1 : n;
+    if (align <= alignof(std::max_align_t)) {
+        return std::malloc(n);
+    }
+    return std::aligned_alloc(align, (n + align - 1) / align * align);
+}
+void* counted_or_throw(std::size_t n, std::size_t align)
+{
+    if (void* p = counted_alloc(n, align)) {
         return p;
     }
     throw std::bad_alloc();
 }
+} // namespace
+
+void* operator new(std::size_t n) { return counted_or_throw(n, 0); }
+void* operator new[](std::size_t n) { return counted_or_throw(n, 0); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a) { return counted_or_throw(n, std::size_t(a)); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted_or_throw(n, std::size_t(a)); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept
+{
+    return counted_alloc(n, std::size_t(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept
+{
+    return counted_alloc(n, std::size_t(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 using namespace metaroce;
 
