@@ -10,6 +10,7 @@
 
 #include <rte_lcore.h>
 
+#include "dpdk/capture.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/node.hpp"
 #include "dpdk/stats_json.hpp"
@@ -50,6 +51,11 @@ int main(int argc, char** argv)
             return 0;
         }
         const perf::options& o = *opts;
+        if (o.pdump) {
+            if (const std::string why = dpdk::enable_capture(); !why.empty() && dpdk::eal_has_hugepages()) {
+                std::fprintf(stderr, "metaroce-perf: packet capture off: %s\n", why.c_str());
+            }
+        }
         if (dpdk::port_count() < o.planes) {
             throw std::invalid_argument(
                 std::to_string(o.planes) + " plane(s) need as many ports, found " +

@@ -50,6 +50,7 @@ enum long_only : int {
     opt_planes,
     opt_no_verify,
     opt_raw,
+    opt_no_pdump,
     opt_mtu,
     opt_local,
     opt_timeout,
@@ -152,6 +153,7 @@ void print_usage(const char* prog)
         "      --mtu N            transport payload bytes per packet (default 4096)\n"
         "      --no-verify        skip the end-of-run data check\n"
         "      --raw              baseline: stream (bw) or ping-pong (lat) bare UDP frames\n"
+        "      --no-pdump         do not serve dpdk-dumpcap/dpdk-pdump capture requests\n"
         "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2)\n"
         "      --timeout SEC      give up after SEC s without progress (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
@@ -195,6 +197,7 @@ std::optional<options> parse_options(int argc, char** argv)
         {"planes", required_argument, nullptr, opt_planes},
         {"no-verify", no_argument, nullptr, opt_no_verify},
         {"raw", no_argument, nullptr, opt_raw},
+        {"no-pdump", no_argument, nullptr, opt_no_pdump},
         {"mtu", required_argument, nullptr, opt_mtu},
         {"local", required_argument, nullptr, opt_local},
         {"timeout", required_argument, nullptr, opt_timeout},
@@ -294,6 +297,7 @@ std::optional<options> parse_options(int argc, char** argv)
         case opt_mtu: o.mtu = uint16_t(parse_uint("--mtu", optarg, 256, 9000)); break;
         case opt_no_verify: o.verify = false; break;
         case opt_raw: o.raw = true; break;
+        case opt_no_pdump: o.pdump = false; break;
         case opt_local:
             if (!dpdk::parse_ipv4(optarg, o.local_addr)) {
                 throw std::invalid_argument(std::string("--local: '") + optarg +

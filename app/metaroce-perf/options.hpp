@@ -42,6 +42,7 @@ struct options {
     uint16_t mtu = 4096;
     bool verify = true;
     bool raw = false;              // --raw: frames without the transport (baseline)
+    bool pdump = true;             // serve dpdk-dumpcap (--no-pdump: off)
     uint32_t timeout_s = 30;       // give up waiting for the peer
     bool udp_csum_sw = false;
     bool show_counters = false;
