@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "metaroce/wire/codec.hpp"
@@ -25,6 +28,18 @@ constexpr size_t k_max_wire = 256;
 constexpr int k_max_steps = 20000;
 
 } // namespace
+
+void fail(const char* fmt, ...)
+{
+    std::fprintf(stderr, "\n*** fuzz invariant violated: ");
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+    std::abort();
+}
 
 endpoint_config fuzz_config(int side)
 {

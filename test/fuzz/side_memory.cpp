@@ -1,8 +1,5 @@
 // Guarded memory of one fuzzed endpoint (see fuzz_world.hpp).
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "fuzz_world.hpp"
@@ -34,18 +31,6 @@ constexpr region_spec k_specs[k_regions] = {
 uint64_t va_base(int side) { return 0x10000000ull * uint64_t(side + 1); }
 
 } // namespace
-
-void fail(const char* fmt, ...)
-{
-    std::fprintf(stderr, "\n*** fuzz invariant violated: ");
-    va_list ap;
-    va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-    std::abort();
-}
 
 side_memory::side_memory(endpoint& e, int side) : ep_(e), side_(side)
 {
