@@ -174,36 +174,36 @@ int tel_planes(const char*, const char*, rte_tel_data* d)
     }
     return to_telemetry(d, {{"plane", rows}});
 }
-int tel_conns(const char*, const char* params, rte_tel_data* d)
+// 0 with 'min'..'max' numbers parsed from `params`, or the errno to reply with.
+int numbers(const char* params, size_t min, size_t max, std::vector<unsigned long>& out)
 {
-    std::vector<unsigned long> p;
     if (g_app == nullptr) {
         return -ENODEV;
     }
-    if (!parse_params(params, p) || p.size() > 1) {
-        return -EINVAL;
+    return parse_params(params, out) && out.size() >= min && out.size() <= max ? 0 : -EINVAL;
+}
+
+int tel_conns(const char*, const char* params, rte_tel_data* d)
+{
+    std::vector<unsigned long> p;
+    if (const int rc = numbers(params, 0, 1, p); rc != 0) {
+        return rc;
     }
     return reply(d, g_app->conns_page_json(p.empty() ? 0 : p[0], k_conns_page));
 }
 int tel_conn(const char*, const char* params, rte_tel_data* d)
 {
     std::vector<unsigned long> p;
-    if (g_app == nullptr) {
-        return -ENODEV;
-    }
-    if (!parse_params(params, p) || p.size() != 1) {
-        return -EINVAL;
+    if (const int rc = numbers(params, 1, 1, p); rc != 0) {
+        return rc;
     }
     return reply(d, g_app->paths_json(conn_id(p[0])));
 }
 int tel_paths(const char*, const char* params, rte_tel_data* d)
 {
     std::vector<unsigned long> p;
-    if (g_app == nullptr) {
-        return -ENODEV;
-    }
-    if (!parse_params(params, p) || p.size() != 1) {
-        return -EINVAL;
+    if (const int rc = numbers(params, 1, 1, p); rc != 0) {
+        return rc;
     }
     const nlohmann::json c = nlohmann::json::parse(g_app->paths_json(conn_id(p[0])));
     return to_telemetry(d, c.contains("path") ? nlohmann::json{{"path", c["path"]}} : nlohmann::json::object());

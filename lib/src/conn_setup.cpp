@@ -289,7 +289,6 @@ void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint
             ++stats.rx_bad_token;
             return;
         }
-        heard_from_peer(*c, now);
         flush(*c);
         c->state = conn_state::closed;
         push_event(conn_event::kind::closed, *c);
@@ -305,6 +304,7 @@ void endpoint::impl::on_close(const rx_meta& m, const wire::packet_view& p, uint
     r.plane = m.plane;
     r.udp_sport = m.udp_sport;
     replies.push(r);
+    (void)now;
 }
 
 void endpoint::impl::on_close_ack(connection& c, const wire::packet_view& p)

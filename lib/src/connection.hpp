@@ -237,6 +237,7 @@ inline post_result to_post_result(mr_check c) noexcept
 }
 
 struct connection;
+void mark_fatal(connection& c, wire::nak_reason reason, uint32_t msn) noexcept;
 void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept;
 // Marks every packet of a path that is on the wire as lost and queues it for resending.
 void requeue_in_flight(connection& c, uint32_t path) noexcept;
@@ -313,6 +314,15 @@ struct connection {
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
 };
+
+// The message `msn` failed a check for `reason`: later packets of the peer are NAKed
+// with it (spec 7.5) once the connection is in ERROR.
+inline void mark_fatal(connection& c, wire::nak_reason reason, uint32_t msn) noexcept
+{
+    c.has_fatal = true;
+    c.fatal_reason = reason;
+    c.fatal_msn = msn;
+}
 
 inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
 {

@@ -257,9 +257,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         c.naks.push(e); // bounded; a lost NAK is repeated when the packet is resent
         mark_ready(c);
         if (o.v == verdict::nak && c.state != conn_state::error) {
-            c.has_fatal = true;
-            c.fatal_reason = o.reason;
-            c.fatal_msn = p.msn;
+            mark_fatal(c, o.reason, p.msn);
             enter_error(c, wc_status::wr_flush_err);
         }
         break;
@@ -302,9 +300,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
                 // Receives are consumed in posting order (spec 4.1): a message naming
                 // another than the next one would complete the wrong receive.
                 ++stats.rx_invalid;
-                c.has_fatal = true;
-                c.fatal_reason = wire::nak_reason::invalid_request;
-                c.fatal_msn = rs.msn;
+                mark_fatal(c, wire::nak_reason::invalid_request, rs.msn);
                 enter_error(c, wc_status::wr_flush_err);
                 return;
             }
@@ -380,9 +376,7 @@ void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noe
     e.hdr.msn = wire::be32_t::from_host(j.msn);
     c.naks.push(e);
     ++stats.rx_access_errors;
-    c.has_fatal = true;
-    c.fatal_reason = e.hdr.reason;
-    c.fatal_msn = j.msn;
+    mark_fatal(c, e.hdr.reason, j.msn);
     c.local_fault = true; // poll_tx moves the connection to ERROR once the packet is done
 }
 
