@@ -45,17 +45,12 @@ bool endpoint::impl::land_read_resp(connection& c, const wire::packet_view& p) n
         ++stats.rx_bad_shape;
         return false;
     }
-    uint8_t* to = nullptr;
     const auto len = uint32_t(p.payload.size());
-    if (mrs.check_local(s.wr.local.lkey, s.wr.local.addr + p.offset, len, access::local_write, &to) !=
-        mr_check::ok) {
+    if (scatter(s.wr.local, s.sgl, p.offset, p.payload) != mr_check::ok) {
         s.status = wc_status::loc_prot_err;
         s.done = true;
         enter_error(c, wc_status::wr_flush_err);
         return false;
-    }
-    if (len > 0) {
-        std::memcpy(to, p.payload.data(), len);
     }
     stats.rx_payload_bytes += len;
     bool corrupt = false;
@@ -131,6 +126,8 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
         if (s.op == wire::opcode::read_req) {
             --c.reads_outstanding;
         }
+        sges.release(s.sgl);
+        s.sgl = detail::sge_pool::k_none;
         s.in_use = false;
         --c.outstanding;
         ++c.tx_msgs_completed;

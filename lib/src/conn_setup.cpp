@@ -272,7 +272,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
             if (!push_cq(c, wc)) {
                 break;
             }
-            ++ss.rq_consumed;
+            consume_recv(ss);
         }
     }
     mark_ready(c);
@@ -463,14 +463,14 @@ void endpoint::impl::flush_recvs(connection& c) noexcept
             wc.wr_id = r.wr_id;
             wc.conn = c.id;
             wc.stream = st;
-            // The receive whose buffer was deregistered under an arriving SEND says so.
-            const bool prot = c.prot_err_stream == int32_t(st) && c.prot_err_seq == ss.rq_consumed;
-            wc.status = prot ? wc_status::loc_prot_err : wc_status::wr_flush_err;
+            // The receive a failed SEND named says why; the others are flushed.
+            const bool named = c.bad_recv_stream == int32_t(st) && c.bad_recv_seq == ss.rq_consumed;
+            wc.status = named ? c.bad_recv_status : wc_status::wr_flush_err;
             wc.op = wc_opcode::recv;
             if (!push_cq(c, wc)) {
                 return;
             }
-            ++ss.rq_consumed;
+            consume_recv(ss);
         }
     }
 }
@@ -518,6 +518,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
     }
     std::erase(cq_waiters, c.id);
     rates.release(idx);
+    release_lists(c);
     conns[idx].reset();
     free_slots.push_back(idx);
 }

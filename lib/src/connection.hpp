@@ -150,6 +150,7 @@ struct send_slot {
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;
     send_wr wr;                       // local memory is looked up by lkey for every packet
+    int32_t sgl = -1;                 // its gather/scatter list in the endpoint's sge_pool
     uint32_t next_offset = 0;
     bool fully_sent = false;
     uint32_t pkts_total = 0;
@@ -183,6 +184,7 @@ struct posted_recv {
     uint64_t addr = 0;
     uint32_t lkey = 0;
     uint32_t length = 0;
+    int32_t sgl = -1;                 // a scatter list in the endpoint's sge_pool
 };
 
 struct stream_state {
@@ -304,8 +306,11 @@ struct connection {
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
     bool local_fault = false;         // a local buffer failed its check while sending
     bool free_pending = false;        // freed once its flush completions are all reported
-    int32_t prot_err_stream = k_nil;  // receive that met a deregistered buffer (loc_prot_err)
-    uint32_t prot_err_seq = 0;
+    // The receive a failed SEND named: it completes with this status in the flush
+    // (loc_prot_err: its buffer was deregistered; loc_len_err: it was too short).
+    int32_t bad_recv_stream = k_nil;
+    uint32_t bad_recv_seq = 0;
+    wc_status bad_recv_status = wc_status::wr_flush_err;
 
     bool in_ready = false;
     bool cq_blocked = false;

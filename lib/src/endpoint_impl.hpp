@@ -15,6 +15,7 @@
 #include "metaroce/congestion.hpp"
 #include "metaroce/endpoint.hpp"
 #include "metaroce/rate_allocator.hpp"
+#include "sge_pool.hpp"
 
 namespace metaroce {
 
@@ -55,6 +56,7 @@ struct endpoint::impl {
 
     endpoint_config cfg;
     mr_table mrs;
+    detail::sge_pool sges;
     ecn_aimd cc;
     counters stats;
     rate_allocator rates;
@@ -128,6 +130,17 @@ struct endpoint::impl {
     void plane_probe_timer(uint64_t now) noexcept;
     bool produce_probe(connection& c, uint64_t now, tx_frame& f) noexcept;
     void on_probe_ack(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
+
+    // Local memory of a work request (local_memory.cpp): its single piece, or its
+    // list when list is not k_none. Each piece of bytes [off, off + len) is checked
+    // under its lkey before it is copied; nothing is copied past a piece that fails.
+    mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    mr_check scatter(const sge& one, int32_t list, uint64_t off, std::span<const uint8_t> from) noexcept;
+    // Checks a posted gather/scatter list piece by piece; *total is its length.
+    post_result check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept;
+    // A receive is consumed (completed or flushed): its list goes back to the pool.
+    void consume_recv(detail::stream_state& ss) noexcept;
+    void release_lists(connection& c) noexcept;
 
     // requester.cpp
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);

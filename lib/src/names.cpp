@@ -32,6 +32,7 @@ std::string_view to_string(post_result r) noexcept
     case post_result::bad_access: return "region lacks the needed access right";
     case post_result::out_of_bounds: return "buffer outside its region";
     case post_result::too_long: return "message too long";
+    case post_result::too_many_sge: return "too many scatter/gather entries";
     }
     return "?";
 }

@@ -34,20 +34,41 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     if (wr.stream >= c.streams_n) {
         return post_result::bad_stream;
     }
-    if (wr.local.length > k_max_msg_len) {
-        return post_result::too_long;
-    }
     const bool is_read = wr.op == wr_opcode::read;
-    uint8_t* local = nullptr;
-    const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
-                                        is_read ? access::local_write : 0, &local);
-    (void)local; // each packet looks its bytes up again when it is built
-    if (mc != mr_check::ok) {
-        return to_post_result(mc);
+    const uint32_t need = is_read ? access::local_write : 0;
+    // Each packet looks its bytes up again when it is built; this check refuses a
+    // request that could never be sent.
+    sge whole = wr.local;
+    const bool listed = wr.num_sge > 1;
+    if (wr.num_sge == 1 && wr.sg_list != nullptr) {
+        whole = wr.sg_list[0];
+    }
+    if (listed) {
+        uint64_t total = 0;
+        if (const post_result pr = check_list(wr.sg_list, wr.num_sge, need, total); pr != post_result::ok) {
+            return pr;
+        }
+        whole = sge{0, uint32_t(total), 0};
+    } else {
+        if (whole.length > k_max_msg_len) {
+            return post_result::too_long;
+        }
+        uint8_t* host = nullptr;
+        if (const mr_check mc = mrs.check_local(whole.lkey, whole.addr, whole.length, need, &host);
+            mc != mr_check::ok) {
+            return to_post_result(mc);
+        }
     }
     send_slot& s = c.sq[c.next_msn % c.sq.size()];
     if (s.in_use) {
         return post_result::queue_full;
+    }
+    int32_t list = detail::sge_pool::k_none;
+    if (listed) {
+        list = sges.store({wr.sg_list, wr.num_sge});
+        if (list == detail::sge_pool::k_none) {
+            return post_result::queue_full;
+        }
     }
     stream_state& ss = c.streams[wr.stream];
     s = send_slot{};
@@ -57,7 +78,11 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     s.ssn = ss.next_ssn++;
     s.recv_seq = wire::info(s.op).consumes_recv ? ss.next_recv_seq++ : 0;
     s.wr = wr;
-    s.pkts_total = is_read ? 1 : packets_in(wr.local.length, c.mtu);
+    s.wr.local = whole;
+    s.wr.sg_list = nullptr; // the application's array is not ours to keep
+    s.wr.num_sge = 0;
+    s.sgl = list;
+    s.pkts_total = is_read ? 1 : packets_in(whole.length, c.mtu);
     const int32_t idx = int32_t(s.msn % c.sq.size());
     if (ss.tail == k_nil) {
         ss.head = idx;
@@ -139,17 +164,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         m.va = s.wr.remote_va;
         m.rkey = s.wr.rkey;
         m.imm = s.wr.imm;
-        // The source is looked up by lkey for every packet, retransmissions included:
-        // once its region is deregistered nothing more is read from it.
-        uint8_t* from = nullptr;
-        if (s.op != wire::opcode::read_req &&
-            mrs.check_local(s.wr.local.lkey, s.wr.local.addr + r.offset, r.len, 0, &from) != mr_check::ok) {
-            c.sq[r.slot].status = wc_status::loc_prot_err;
-            c.sq[r.slot].done = true;
-            c.local_fault = true;
-            return false;
-        }
-        src = from;
+        // The source is copied in after the headers (below), looked up by lkey for every
+        // packet, retransmissions included: once its region is deregistered nothing
+        // more is read from it.
     } else {
         read_job& j = c.jobs[r.slot];
         if (!j.in_use || j.msn != r.msn || j.failed) {
@@ -182,7 +199,16 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     if (hdr == 0) {
         return false;
     }
-    if (r.len > 0) {
+    if (r.kind == rec_kind::request) {
+        send_slot& s = c.sq[r.slot];
+        if (s.op != wire::opcode::read_req &&
+            gather(s.wr.local, s.sgl, r.offset, r.len, f.buf.data() + hdr) != mr_check::ok) {
+            s.status = wc_status::loc_prot_err;
+            s.done = true;
+            c.local_fault = true;
+            return false;
+        }
+    } else if (r.len > 0) {
         std::memcpy(f.buf.data() + hdr, src, r.len);
     }
     f.len = hdr + r.len;

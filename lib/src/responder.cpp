@@ -67,17 +67,36 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     if (ss.rq_posted - ss.rq_consumed >= ss.rq.size()) {
         return post_result::queue_full;
     }
-    uint8_t* host = nullptr;
-    const mr_check mc = mrs.check_local(wr.local.lkey, wr.local.addr, wr.local.length,
-                                        access::local_write, &host);
-    if (mc != mr_check::ok) {
-        return to_post_result(mc);
+    sge whole = wr.local;
+    const bool listed = wr.num_sge > 1;
+    if (wr.num_sge == 1 && wr.sg_list != nullptr) {
+        whole = wr.sg_list[0];
+    }
+    int32_t list = detail::sge_pool::k_none;
+    if (listed) {
+        uint64_t total = 0;
+        if (const post_result pr = check_list(wr.sg_list, wr.num_sge, access::local_write, total);
+            pr != post_result::ok) {
+            return pr;
+        }
+        list = sges.store({wr.sg_list, wr.num_sge});
+        if (list == detail::sge_pool::k_none) {
+            return post_result::queue_full;
+        }
+        whole = sge{0, uint32_t(total), 0};
+    } else {
+        uint8_t* host = nullptr;
+        const mr_check mc = mrs.check_local(whole.lkey, whole.addr, whole.length, access::local_write, &host);
+        if (mc != mr_check::ok) {
+            return to_post_result(mc);
+        }
     }
     posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
     r.wr_id = wr.wr_id;
-    r.addr = wr.local.addr;
-    r.lkey = wr.local.lkey;
-    r.length = wr.local.length;
+    r.addr = whole.addr;
+    r.lkey = whole.lkey;
+    r.length = whole.length;
+    r.sgl = list;
     ++ss.rq_posted;
     return post_result::ok;
 }
@@ -177,6 +196,9 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                     const posted_recv& pr = ss.rq[p.recv_seq % ss.rq.size()];
                     if (p.msg_len > pr.length) {
                         o = nak(wire::nak_reason::length_error);
+                        c.bad_recv_stream = int32_t(p.stream);
+                        c.bad_recv_seq = p.recv_seq;
+                        c.bad_recv_status = wc_status::loc_len_err;
                     }
                 }
                 if (o.v == verdict::accepted) {
@@ -316,7 +338,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             if (!push_cq(c, wc)) {
                 return; // resumed by poll_cq
             }
-            ++ss.rq_consumed;
+            consume_recv(ss);
         }
         if (rs.tail_len > 0) {
             // Checked again: the region may have been deregistered since the last packet.
@@ -351,13 +373,12 @@ endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs
         place_write(rs, p.offset, p.payload, to);
     } else if (rs.op != wire::opcode::read_req) {
         const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
-        if (mrs.check_local(pr.lkey, pr.addr + p.offset, len, access::local_write, &to) != mr_check::ok) {
-            c.prot_err_stream = int32_t(rs.stream);
-            c.prot_err_seq = rs.recv_seq;
+        const sge whole{pr.addr, pr.length, pr.lkey};
+        if (scatter(whole, pr.sgl, p.offset, p.payload) != mr_check::ok) {
+            c.bad_recv_stream = int32_t(rs.stream);
+            c.bad_recv_seq = rs.recv_seq;
+            c.bad_recv_status = wc_status::loc_prot_err;
             return {false, wire::nak_reason::remote_operation};
-        }
-        if (len > 0) {
-            std::memcpy(to, p.payload.data(), len);
         }
     }
     stats.rx_payload_bytes += len;

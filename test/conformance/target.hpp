@@ -41,6 +41,7 @@ struct target_caps {
     bool counters = false;       // counter() answers
     bool rate_hints = false;     // the IUT has an inbound capacity configured (spec 6.4)
     bool plane_admin = false;    // set_plane() works
+    bool sge_lists = false;      // post_recv_list() works (spec 4.5)
 };
 
 // A registered region of the IUT.
@@ -93,6 +94,12 @@ public:
     virtual post_result post_recv(conn_id c, uint16_t stream, const region& r, uint64_t off,
                                   uint32_t len, uint64_t wr_id) = 0;
     virtual post_result post_send(conn_id c, const send_req& s) = 0;
+    // A receive scattered over pieces (region, offset, length) (caps().sge_lists only).
+    virtual post_result post_recv_list(conn_id c, uint16_t stream, std::span<const sge> pieces, uint64_t wr_id)
+    {
+        (void)c, (void)stream, (void)pieces, (void)wr_id;
+        return post_result::too_many_sge;
+    }
     virtual std::vector<completion> poll_cq() = 0;
     // Starts a connection to `peer` (the handshake runs on the wire); k_no_conn if refused.
     virtual conn_id connect(uint32_t peer) = 0;

@@ -26,6 +26,7 @@ public:
         caps_.counters = true;
         caps_.rate_hints = true;
         caps_.plane_admin = true;
+        caps_.sge_lists = true;
         begin_test();
     }
 
@@ -118,6 +119,15 @@ public:
         recv_wr wr;
         wr.wr_id = wr_id;
         wr.local = sge{r.va + off, len, r.lkey};
+        return ep_->post_recv(c, stream, wr);
+    }
+
+    post_result post_recv_list(conn_id c, uint16_t stream, std::span<const sge> pieces, uint64_t wr_id) override
+    {
+        recv_wr wr;
+        wr.wr_id = wr_id;
+        wr.sg_list = pieces.data();
+        wr.num_sge = uint32_t(pieces.size());
         return ep_->post_recv(c, stream, wr);
     }
 

@@ -44,6 +44,31 @@ CONFORMANCE_TEST(packet_off_the_grid_refused, "4.3", "8.1")
     }
 }
 
+CONFORMANCE_TEST(send_scatters_over_a_receive_list, "4.5", "8.3")
+{
+    if (!x.t.caps().sge_lists) {
+        x.na("the target posts one piece per receive (its application interface)");
+    }
+    tconn& c = x.p.connect();
+    const region buf = x.mr(4096, access::local_write);
+    const sge pieces[] = {{buf.va, 1000, buf.lkey}, {buf.va + 1500, 1300, buf.lkey}, {buf.va + 3000, 700, buf.lkey}};
+    x.check(x.t.post_recv_list(c.iut_id, 2, pieces, 51) == post_result::ok, "a 3-piece receive was refused");
+    msg_spec m;
+    m.op = wire::opcode::send;
+    m.payload = pattern(3000, 21); // 3 packets at mtu 1024, each crossing a piece boundary
+    x.p.send_message(c, m);
+    const completion w = x.wait_wc(51, x.p.reply_ns());
+    x.check(w.status == wc_status::success && w.byte_len == 3000, "the scattered receive did not complete");
+    std::vector<uint8_t> got = x.mem(buf, 0, 1000);
+    for (const auto& [off, len] : {std::pair<uint64_t, uint64_t>{1500, 1300}, {3000, 700}}) {
+        const auto part = x.mem(buf, off, len);
+        got.insert(got.end(), part.begin(), part.end());
+    }
+    x.check(got == m.payload, "the SEND's bytes are not in the pieces of the receive, in list order");
+    x.check(all_zero(x.mem(buf, 1000, 500)) && all_zero(x.mem(buf, 2800, 200)) && all_zero(x.mem(buf, 3700, 396)),
+            "bytes landed between or beyond the pieces");
+}
+
 CONFORMANCE_TEST(message_longer_than_2g_refused, "4.1", "8.1")
 {
     tconn& c = x.p.connect();

@@ -268,7 +268,7 @@ TEST_CASE("a SEND longer than its receive is refused whole", "[semantics][errors
     REQUIRE(h.run_until([&] { return !h.cq[0].empty() && !h.cq[1].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::rem_inv_req_err);
     CHECK(h.cq[1][0].wr_id == 9);
-    CHECK(h.cq[1][0].status != wc_status::success);
+    CHECK(h.cq[1][0].status == wc_status::loc_len_err); // as a Verbs responder reports it
     CHECK(all_zero(region.bytes)); // not a byte, inside or beyond the receive
     CHECK(h.b().stats().tx_naks >= 1);
     CHECK(h.a().stats().rx_naks >= 1);

@@ -69,6 +69,9 @@ struct endpoint_config {
     uint32_t max_connections = 1024;
     uint32_t cq_depth = 65536;
     uint32_t max_mrs = 4096;
+    // Scatter/gather entries of outstanding work requests with more than one piece,
+    // shared by all connections (single-piece requests use none).
+    uint32_t sge_entries = 16384;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.

@@ -22,13 +22,20 @@ struct sge {
     uint32_t lkey = 0;
 };
 
+// Most pieces one work request may gather from or scatter to.
+inline constexpr uint32_t k_max_sge = 16;
+
 enum class wr_opcode : uint8_t { write, write_imm, send, send_imm, read };
 
 struct send_wr {
     uint64_t wr_id = 0;
     wr_opcode op = wr_opcode::write;
     uint16_t stream = 0;
-    sge local;
+    sge local;               // the message's memory when num_sge is 0
+    // A gather list (a scatter list for READ) of num_sge pieces, used instead of
+    // `local` when num_sge > 0. The core copies it while posting.
+    const sge* sg_list = nullptr;
+    uint32_t num_sge = 0;
     uint64_t remote_va = 0;  // WRITE*/READ
     uint32_t rkey = 0;       // WRITE*/READ
     uint32_t imm = 0;        // *_IMM
@@ -37,7 +44,9 @@ struct send_wr {
 
 struct recv_wr {
     uint64_t wr_id = 0;
-    sge local;
+    sge local;               // as in send_wr: used when num_sge is 0
+    const sge* sg_list = nullptr;
+    uint32_t num_sge = 0;
 };
 
 enum class wc_status : uint8_t {
@@ -71,12 +80,13 @@ enum class post_result : uint8_t {
     ok,
     no_such_conn,
     conn_not_usable,   // closing, closed or in error
-    queue_full,        // max_msgs (or rq_depth) outstanding
+    queue_full,        // max_msgs (or rq_depth) outstanding, or the list pool is spent
     bad_stream,
     bad_lkey,
     bad_access,        // region lacks local_write for a READ or a receive
     out_of_bounds,
     too_long,          // longer than 2^31 bytes
+    too_many_sge,      // more than k_max_sge pieces
 };
 std::string_view to_string(post_result r) noexcept;
 

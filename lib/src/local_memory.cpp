@@ -1,0 +1,93 @@
+// The local memory of work requests: one piece or a gather/scatter list (spec 4.1),
+// checked under its lkey for every packet that reads or writes it.
+#include <cstring>
+
+#include "endpoint_impl.hpp"
+
+namespace metaroce {
+
+using detail::sge_pool;
+using detail::to_post_result;
+
+namespace {
+
+// Runs f(host, len, at) on every piece of bytes [off, off + len) of a work request's
+// memory after checking that piece under its lkey; stops at the first failure.
+template <typename F>
+mr_check for_pieces(const mr_table& mrs, const sge_pool& pool, const sge& one, int32_t list, uint64_t off,
+                    uint32_t len, uint32_t need, F&& f) noexcept
+{
+    auto piece = [&](const sge& e, uint64_t poff, uint32_t n, uint32_t at) {
+        uint8_t* host = nullptr;
+        const mr_check mc = mrs.check_local(e.lkey, e.addr + poff, n, need, &host);
+        if (mc == mr_check::ok && n > 0) {
+            f(host, n, at);
+        }
+        return mc;
+    };
+    if (list == sge_pool::k_none) {
+        return piece(one, off, len, 0);
+    }
+    mr_check result = mr_check::ok;
+    const bool whole = pool.for_range(list, off, len, [&](const sge& e, uint64_t poff, uint32_t n, uint32_t at) {
+        result = piece(e, poff, n, at);
+        return result == mr_check::ok;
+    });
+    return whole || result != mr_check::ok ? result : mr_check::out_of_bounds;
+}
+
+} // namespace
+
+mr_check endpoint::impl::gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept
+{
+    return for_pieces(mrs, sges, one, list, off, len, 0,
+                      [&](const uint8_t* host, uint32_t n, uint32_t at) { std::memcpy(to + at, host, n); });
+}
+
+mr_check endpoint::impl::scatter(const sge& one, int32_t list, uint64_t off, std::span<const uint8_t> from) noexcept
+{
+    return for_pieces(mrs, sges, one, list, off, uint32_t(from.size()), access::local_write,
+                      [&](uint8_t* host, uint32_t n, uint32_t at) { std::memcpy(host, from.data() + at, n); });
+}
+
+post_result endpoint::impl::check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept
+{
+    if (n > k_max_sge || l == nullptr) {
+        return post_result::too_many_sge;
+    }
+    total = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        uint8_t* host = nullptr;
+        const mr_check mc = mrs.check_local(l[i].lkey, l[i].addr, l[i].length, need, &host);
+        if (mc != mr_check::ok) {
+            return to_post_result(mc);
+        }
+        total += l[i].length;
+    }
+    return total > k_max_msg_len ? post_result::too_long : post_result::ok;
+}
+
+void endpoint::impl::consume_recv(detail::stream_state& ss) noexcept
+{
+    detail::posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
+    sges.release(r.sgl);
+    r.sgl = sge_pool::k_none;
+    ++ss.rq_consumed;
+}
+
+void endpoint::impl::release_lists(connection& c) noexcept
+{
+    for (detail::send_slot& s : c.sq) {
+        if (s.in_use) {
+            sges.release(s.sgl);
+            s.sgl = sge_pool::k_none;
+        }
+    }
+    for (detail::stream_state& ss : c.streams) {
+        while (ss.rq_consumed != ss.rq_posted) {
+            consume_recv(ss);
+        }
+    }
+}
+
+} // namespace metaroce
