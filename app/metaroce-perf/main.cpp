@@ -11,6 +11,7 @@
 #include <rte_lcore.h>
 
 #include "dpdk/capture.hpp"
+#include "dpdk/diagnose.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/node.hpp"
 #include "dpdk/stats_json.hpp"
@@ -57,16 +58,25 @@ int main(int argc, char** argv)
             }
         }
         if (dpdk::port_count() < o.planes) {
+            const std::string why = dpdk::explain_missing_devices();
             throw std::invalid_argument(
                 std::to_string(o.planes) + " plane(s) need as many ports, found " +
-                std::to_string(dpdk::port_count()) +
-                " (add --vdev=net_memif0,role=server,socket=/tmp/metaroce.sock ...)");
+                std::to_string(dpdk::port_count()) + " (" +
+                (why.empty() ? "add --vdev=net_memif0,role=server,socket=/tmp/metaroce.sock ..." : why) +
+                ")");
         }
         dpdk::node_params np;
         np.node_addr = o.local_addr;
         for (uint16_t p = 0; p < o.planes; ++p) {
             np.ports.push_back(p);
         }
+        if (const std::string extra = dpdk::unused_ports(np.ports); !extra.empty()) {
+            std::fprintf(stderr, "metaroce-perf: warning: port(s) %s unused: --planes %u uses ports 0..%u "
+                         "(raise --planes or drop the extra --vdev/-a)\n",
+                         extra.c_str(), unsigned(o.planes), unsigned(o.planes - 1));
+        }
+        // A memif client waits for its server as long as the client waits for an answer.
+        np.peer_wait_ms = o.timeout_s * 1000;
         np.transport.mtu = o.mtu;
         np.transport.paths = o.paths;
         if (o.min_rto_us != 0) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <stdexcept>
 
 #include "dpdk/port.hpp"
@@ -128,8 +129,12 @@ void session::on_event(const conn_event& e)
         break;
     case conn_event::kind::closed: break; // the client closes after the last test
     case conn_event::kind::error:
-        fatal_ = "connection " + std::to_string(e.conn) + " to " + dpdk::format_ipv4(e.peer) +
-                 " failed";
+        if (o_.client && !connected_) {
+            ++setup_failures_; // connect_all() tries again or says why
+        } else if (fatal_.empty()) {
+            fatal_ = "connection " + std::to_string(e.conn) + " to " + dpdk::format_ipv4(e.peer) +
+                     " failed (the peer stopped answering or closed it)";
+        }
         break;
     }
 }
@@ -137,8 +142,10 @@ void session::on_event(const conn_event& e)
 void session::on_completion(const completion& c)
 {
     if (c.status != wc_status::success) {
-        fatal_ = "completion error on connection " + std::to_string(c.conn) + ": " +
-                 std::string(to_string(c.status));
+        if (fatal_.empty()) { // the first failure is the cause; the flushes follow from it
+            fatal_ = "completion error on connection " + std::to_string(c.conn) + ": " +
+                     std::string(to_string(c.status));
+        }
         return;
     }
     const wr_kind kind = wr_tag::of(c.wr_id).kind;
@@ -191,18 +198,55 @@ ctrl_msg session::expect_ctrl(ctrl_type t, const char* what)
     return m;
 }
 
+// As perftest's client, retry until --timeout: the server may still be starting. A
+// connection in setup fails only when the peer never answered, so a failure to the
+// end means nobody at that address.
 void session::connect_all()
 {
-    for (uint32_t q = 0; q < o_.qps; ++q) {
-        const conn_id c = ep_.connect(o_.server_addr, clk_.now_ns());
-        if (c == k_no_conn) {
-            throw std::runtime_error("connect: the connection table is full");
+    const uint64_t start = clk_.now_ns();
+    const uint64_t deadline = start + uint64_t(o_.timeout_s) * 1'000'000'000ull;
+    const uint32_t per_try = ep_.config().transport.connect_retries + 1;
+    const std::string server = dpdk::format_ipv4(o_.server_addr);
+    uint32_t tries = 0;
+    for (;;) {
+        conns_.clear();
+        established_ = 0;
+        setup_failures_ = 0;
+        for (uint32_t q = 0; q < o_.qps; ++q) {
+            const conn_id c = ep_.connect(o_.server_addr, clk_.now_ns());
+            if (c == k_no_conn) {
+                throw std::runtime_error("connect: the connection table is full");
+            }
+            conns_.push_back(c);
         }
-        conns_.push_back(c);
+        ++tries;
+        while (established_ < o_.qps && setup_failures_ == 0) {
+            step();
+            check_running();
+        }
+        if (setup_failures_ == 0) {
+            break;
+        }
+        for (conn_id c : conns_) {
+            ep_.close(c, clk_.now_ns());
+        }
+        if (clk_.now_ns() >= deadline) {
+            char took[32];
+            std::snprintf(took, sizeof took, "%.1f", double(clk_.now_ns() - start) / 1e9);
+            throw std::runtime_error("cannot connect to the server at " + server +
+                                     ": connection setup timed out (no answer to " +
+                                     std::to_string(tries * per_try) + " attempts in " + took +
+                                     " s); is the metaroce-perf server running, and is that its "
+                                     "--local address (default 10.0.0.1)?");
+        }
+        if (tries == 1) {
+            std::fprintf(stderr, "metaroce-perf: no answer from the server at %s yet; retrying for up to %u s "
+                         "(--timeout)\n", server.c_str(), o_.timeout_s);
+        }
     }
+    connected_ = true;
     remote_ip_ = o_.server_addr;
     open_ctrl();
-    wait([&] { return established_ >= o_.qps; }, "the server to accept (is it running?)");
 }
 
 void session::close_all()

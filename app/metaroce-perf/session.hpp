@@ -79,6 +79,8 @@ private:
 
     std::vector<conn_id> conns_;
     uint32_t established_ = 0;
+    uint32_t setup_failures_ = 0; // client: connections that failed in setup this try
+    bool connected_ = false;      // client: every connection was established once
     std::string fatal_;
     uint64_t remote_va_ = 0;
     uint32_t remote_rkey_ = 0;

@@ -18,6 +18,10 @@ namespace metaroce::app {
 
 namespace {
 
+// Lock-free, so the SIGINT handler may set it.
+std::atomic<bool> g_interrupt{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 void* control_entry(void* self)
 {
     static_cast<application*>(self)->control_loop();
@@ -25,6 +29,21 @@ void* control_entry(void* self)
 }
 
 } // namespace
+
+void application::interrupt() noexcept
+{
+    g_interrupt.store(true);
+}
+
+bool application::interrupted() noexcept
+{
+    return g_interrupt.load();
+}
+
+void application::clear_interrupt() noexcept
+{
+    g_interrupt.store(false);
+}
 
 application::application(const app_config& cfg) : cfg_(cfg)
 {

@@ -25,6 +25,10 @@ public:
     // Executes one prompt line; returns false when the line was "quit".
     bool execute(const std::string& line);
     bool quit_requested() const noexcept { return quit_; }
+    // Ctrl-C (safe in a signal handler): the command that waits (connect, stop) gives up.
+    static void interrupt() noexcept;
+    // Whether Ctrl-C came since the current command began.
+    static bool interrupted() noexcept;
     datapath& dp() noexcept { return *dp_; }
     const app_config& config() const noexcept { return cfg_; }
 
@@ -76,6 +80,7 @@ public:
     void show_cq(const args& a);
 
 private:
+    static void clear_interrupt() noexcept; // a new command starts
     void publish_planes() noexcept;
     const memory_region& user_region(uint32_t lkey) const;
 

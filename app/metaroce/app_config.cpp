@@ -8,6 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <rte_ethdev.h>
+
+#include "dpdk/diagnose.hpp"
 #include "dpdk/port.hpp"
 
 namespace metaroce::app {
@@ -63,6 +66,19 @@ void check_keys(const json& obj, const std::string& origin, const std::string& w
     }
 }
 
+// The port just added to `ports` must not serve another plane already: one port
+// configured twice fails deep in DPDK ("Port 0 must be stopped to allow configuration").
+void check_unique_port(const std::vector<uint16_t>& ports, const std::string& origin, const std::string& where)
+{
+    for (size_t j = 0; j + 1 < ports.size(); ++j) {
+        if (ports[j] == ports.back()) {
+            bad(origin, where, "port " + std::to_string(ports.back()) + " is already plane " + std::to_string(j) +
+                                   "'s (ports[" + std::to_string(j) +
+                                   "]); each plane needs a port of its own (one --vdev or -a each)");
+        }
+    }
+}
+
 } // namespace
 
 app_config parse_config(const std::string& text, const std::string& origin)
@@ -95,6 +111,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
             const std::string w = "ports[" + std::to_string(i) + "]";
             if (!p[i].is_object()) {
                 c.ports.push_back(uint16_t(get_uint(p[i], origin, w, 0, 1023)));
+                check_unique_port(c.ports, origin, w);
                 c.gateways.emplace_back();
                 continue;
             }
@@ -103,6 +120,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
                 bad(origin, w, "needs \"port\" (and optionally \"gateway\")");
             }
             c.ports.push_back(uint16_t(get_uint(p[i]["port"], origin, w + ".port", 0, 1023)));
+            check_unique_port(c.ports, origin, w + ".port");
             std::optional<dpdk::mac_addr> gw;
             if (p[i].contains("gateway")) {
                 dpdk::mac_addr m{};
@@ -154,7 +172,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
         const json& t = j["transport"];
         check_keys(t, origin, "transport",
                    {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us",
-                    "max_rto_us", "max_timeouts"});
+                    "max_rto_us", "max_timeouts", "connect_retries", "connect_retry_us"});
         if (t.contains("mtu")) {
             c.transport.mtu = uint16_t(get_uint(t["mtu"], origin, "transport.mtu", 256, 9000));
         }
@@ -175,6 +193,16 @@ app_config parse_config(const std::string& text, const std::string& origin)
         if (t.contains("max_timeouts")) {
             c.transport.max_timeouts =
                 uint32_t(get_uint(t["max_timeouts"], origin, "transport.max_timeouts", 1, 1000));
+        }
+        // How long "connect" tries a silent peer: retries, the first after
+        // connect_retry_us, each wait doubling up to 64x.
+        if (t.contains("connect_retries")) {
+            c.transport.connect_retries =
+                uint32_t(get_uint(t["connect_retries"], origin, "transport.connect_retries", 1, 10000));
+        }
+        if (t.contains("connect_retry_us")) {
+            c.transport.connect_retry_ns =
+                get_uint(t["connect_retry_us"], origin, "transport.connect_retry_us", 1, 1'000'000) * 1000;
         }
         if (t.contains("min_rto_us")) {
             c.transport.min_rto_ns = get_uint(t["min_rto_us"], origin, "transport.min_rto_us", 1, 1'000'000) * 1000;
@@ -229,6 +257,23 @@ app_config load_config(const std::string& path)
     std::stringstream ss;
     ss << f.rdbuf();
     return parse_config(ss.str(), path);
+}
+
+void check_ports(const app_config& c, const std::string& origin)
+{
+    for (size_t i = 0; i < c.ports.size(); ++i) {
+        if (rte_eth_dev_is_valid_port(c.ports[i])) {
+            continue;
+        }
+        const std::string where = "ports[" + std::to_string(i) + "]";
+        const std::string port = "port " + std::to_string(c.ports[i]) + " does not exist";
+        if (const std::string lost = dpdk::explain_missing_devices(); !lost.empty()) {
+            bad(origin, where, port + ": " + lost);
+        }
+        const std::string have = dpdk::unused_ports({});
+        bad(origin, where, port + "; the EAL has " + (have.empty() ? "no ports" : "port(s) " + have) +
+                               " (add a --vdev or -a for each plane)");
+    }
 }
 
 } // namespace metaroce::app

@@ -30,5 +30,8 @@ struct app_config {
 // Throws std::invalid_argument naming the file, the JSON path and what is wrong.
 app_config load_config(const std::string& path);
 app_config parse_config(const std::string& text, const std::string& origin);
+// After EAL init: every configured port exists (else std::invalid_argument naming the
+// key and, for a --vdev that failed to probe, why).
+void check_ports(const app_config& c, const std::string& origin);
 
 } // namespace metaroce::app

@@ -66,18 +66,46 @@ void application::cmd_connect(const args& a)
         std::printf("connection %u to %s: connecting\n", c, a[1].c_str());
         return;
     }
-    // Wait (bounded) for the handshake so scripts can go on with 'start'.
+    // Wait for the handshake so scripts can go on with 'start': the endpoint gives up
+    // after transport.connect_retries; Ctrl-C gives up sooner.
+    using clock = std::chrono::steady_clock;
+    const auto began = clock::now();
+    const auto secs = [&] { return std::chrono::duration<double>(clock::now() - began).count(); };
     std::optional<conn_info> info;
-    const uint64_t until = dp_->now_ns() + 3'000'000'000ull;
     size_t ready = 0;
-    do {
+    bool hinted = false;
+    for (;;) {
         dp_->call([&] {
             info = dp_->w().ep().inspect(c);
             ready = dp_->engines().connections();
         });
-    } while ((!info || info->state == conn_state::connecting || ready == 0) && dp_->now_ns() < until);
-    std::printf("connection %u to %s: %s\n", c, a[1].c_str(),
-                info ? std::string(to_string(info->state)).c_str() : "gone");
+        const bool connecting = info && info->state == conn_state::connecting;
+        // Established: give the engines (bounded) a moment to take it.
+        if (!connecting && (!info || info->state != conn_state::established || ready != 0 || secs() > 3)) {
+            break;
+        }
+        if (interrupted()) {
+            dp_->call([&] { dp_->w().ep().close(c, dp_->now_ns()); });
+            std::printf("connection %u to %s: interrupted after %.1f s (Ctrl-C); closed\n", c, a[1].c_str(),
+                        secs());
+            return;
+        }
+        if (connecting && !hinted && secs() > 1) {
+            std::printf("connection %u to %s: no answer yet, still trying (Ctrl-C gives up)\n", c, a[1].c_str());
+            std::fflush(stdout);
+            hinted = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (info && info->state != conn_state::error) {
+        std::printf("connection %u to %s: %s\n", c, a[1].c_str(), std::string(to_string(info->state)).c_str());
+        return;
+    }
+    // Failed (then freed after a linger): the endpoint fails a connection in setup only
+    // when its retries run out, so the peer never answered.
+    std::printf("connection %u to %s: failed: no answer after %u attempts in %.1f s; is a metaroce node "
+                "running at %s, on the same plane network?\n",
+                c, a[1].c_str(), cfg_.transport.connect_retries + 1, secs(), a[1].c_str());
 }
 
 void application::cmd_close(const args& a)
@@ -168,7 +196,7 @@ void application::cmd_stop(const args& a)
     // landed): wait for their verdicts, bounded.
     run_check chk;
     bool ending = true;
-    for (const uint64_t until = dp_->now_ns() + 2'000'000'000ull; ending && dp_->now_ns() < until;) {
+    for (const uint64_t until = dp_->now_ns() + 2'000'000'000ull; ending && dp_->now_ns() < until && !interrupted();) {
         dp_->call([&] {
             ending = dp_->engines().ending();
             chk = dp_->engines().check();

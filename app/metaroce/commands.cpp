@@ -152,6 +152,7 @@ bool application::execute(const std::string& line)
     if (a.empty() || a[0][0] == '#') {
         return true;
     }
+    clear_interrupt();
     const command* hit = resolve(a);
     bool known = false;
     for (const command& c : k_commands) {

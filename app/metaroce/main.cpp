@@ -12,6 +12,7 @@
 #include "app.hpp"
 #include "prompt.hpp"
 #include "dpdk/capture.hpp"
+#include "dpdk/diagnose.hpp"
 #include "dpdk/eal.hpp"
 
 namespace {
@@ -42,7 +43,11 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "metaroce: %s\n", e.what());
         return 1;
     }
-    std::signal(SIGINT, [](int) { g_stop.store(true); });
+    // Ctrl-C ends the non-interactive run, and at the prompt the command that waits.
+    std::signal(SIGINT, [](int) {
+        g_stop.store(true);
+        app::application::interrupt();
+    });
     std::signal(SIGTERM, [](int) { g_stop.store(true); });
     int rc = 0;
     try {
@@ -81,6 +86,17 @@ int main(int argc, char** argv)
         app::app_config cfg;
         if (!config_path.empty()) {
             cfg = app::load_config(config_path);
+        }
+        const std::string origin = config_path.empty() ? "the default configuration" : config_path;
+        app::check_ports(cfg, origin);
+        if (const std::string extra = dpdk::unused_ports(cfg.ports); !extra.empty()) {
+            std::string used;
+            for (uint16_t p : cfg.ports) {
+                used += (used.empty() ? "" : ", ") + std::to_string(p);
+            }
+            std::fprintf(stderr, "metaroce: warning: port(s) %s unused: %s uses \"ports\": [%s]; add them "
+                         "there (one per plane) or drop their --vdev/-a\n",
+                         extra.c_str(), origin.c_str(), used.c_str());
         }
         if (pdump) {
             if (const std::string why = dpdk::enable_capture(); !why.empty()) {

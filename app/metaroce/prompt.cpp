@@ -8,6 +8,9 @@
 #include <cmdline_parse_string.h>
 #include <cmdline_socket.h>
 
+#include <termios.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -61,8 +64,36 @@ std::string choices(const std::string& w)
     return out;
 }
 
+// cmdline clears ISIG, reading Ctrl-C as a character; but it reads nothing while a
+// command runs. Let the terminal turn Ctrl-C into SIGINT meanwhile, so a command that
+// waits (connect, stop) sees application::interrupted().
+class ctrl_c_signals {
+public:
+    ctrl_c_signals() : on_(tcgetattr(STDIN_FILENO, &saved_) == 0)
+    {
+        if (on_) {
+            termios t = saved_;
+            t.c_lflag |= ISIG;
+            tcsetattr(STDIN_FILENO, TCSANOW, &t);
+        }
+    }
+    ~ctrl_c_signals()
+    {
+        if (on_) {
+            tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+        }
+    }
+    ctrl_c_signals(const ctrl_c_signals&) = delete;
+    ctrl_c_signals& operator=(const ctrl_c_signals&) = delete;
+
+private:
+    termios saved_{};
+    bool on_;
+};
+
 void on_line(void* parsed, cmdline* cl, void* data)
 {
+    const ctrl_c_signals sig;
     const auto* d = static_cast<const inst_data*>(data);
     const char* res = static_cast<const char*>(parsed);
     std::string line;

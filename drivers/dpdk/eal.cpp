@@ -1,5 +1,7 @@
 #include "dpdk/eal.hpp"
 
+#include "dpdk/diagnose.hpp"
+
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -18,9 +20,10 @@ std::string rte_error_string(int err)
 
 int eal_init(int argc, char** argv)
 {
+    const eal_args a = scan_eal_args(argc, argv); // before rte_eal_init permutes argv
     const int n = rte_eal_init(argc, argv);
     if (n < 0) {
-        throw dpdk_error("cannot initialise the EAL: " + rte_error_string(rte_errno));
+        throw dpdk_error(explain_eal_failure(a, rte_errno));
     }
     return n + 1; // rte_eal_init does not count argv[0]
 }

@@ -52,6 +52,7 @@ node::node(const node_params& p)
     port_params pp;
     pp.max_frame = frame;
     pp.udp_checksum_software = p.udp_csum_software;
+    pp.peer_wait_ms = p.peer_wait_ms;
     worker_config wc;
     try {
         for (uint16_t port : p.ports) {

@@ -22,6 +22,7 @@ struct node_params {
     uint64_t seed = 0;             // 0: from the OS (getrandom), as spec 7.9 requires
     uint32_t mbufs = 8191;            // per node
     bool udp_csum_software = false;
+    uint32_t peer_wait_ms = 5000;     // memif client ports: how long to wait for the server
     std::vector<static_neighbor> neighbors;
     // Index = plane; a MAC: the plane is routed, every frame goes to that next hop.
     // Missing or nullopt: on-link (static, learned or broadcast peer MACs).

@@ -5,9 +5,13 @@
 
 #include <arpa/inet.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
+#include "dpdk/diagnose.hpp"
 #include "dpdk/eal.hpp"
 
 namespace metaroce::dpdk {
@@ -18,6 +22,60 @@ void check(int rc, uint16_t port_id, const char* what)
     if (rc < 0) {
         throw dpdk_error("port " + std::to_string(port_id) + ": " + what + " failed: " +
                          rte_error_string(rc));
+    }
+}
+
+// A memif client starts only once its server listens (rte_eth_dev_start fails with
+// EPERM until then): wait for it, bounded, as perftest's client retries its server.
+// Retry at once when a listener shows up, else once a second (each failed try logs).
+void start_port(uint16_t port_id, const std::string& name, uint32_t wait_ms)
+{
+    using clock = std::chrono::steady_clock;
+    const auto until = clock::now() + std::chrono::milliseconds(wait_ms);
+    char waited[32];
+    std::snprintf(waited, sizeof waited, "%.1f s", wait_ms / 1000.0);
+    bool told = false;
+    int rc = rte_eth_dev_start(port_id);
+    for (auto last = clock::now(); rc != 0;) {
+        const auto peer = memif_client_peer(port_id);
+        if (!peer) {
+            check(rc, port_id, "rte_eth_dev_start");
+        }
+        if (clock::now() >= until) {
+            throw dpdk_error("port " + std::to_string(port_id) + " (" + name + "): " + peer->what +
+                             " is not listening after " + waited +
+                             "; start the server (its --vdev with role=server) first, on the same socket=");
+        }
+        if (!told) {
+            std::fprintf(stderr, "%s: port %u (%s): waiting up to %s for %s to listen\n",
+                         program_invocation_short_name, port_id, name.c_str(), waited, peer->what.c_str());
+            told = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (memif_client_peer(port_id)->listening || clock::now() - last >= std::chrono::seconds(1) ||
+            clock::now() >= until) {
+            rc = rte_eth_dev_start(port_id);
+            last = clock::now();
+        }
+    }
+    if (!memif_client_peer(port_id)) {
+        return;
+    }
+    // A server drops a client that connects before its own port started (its socket
+    // listens from EAL init on), and the client does not reconnect by itself: wait for
+    // the link, restarting the port to try again.
+    for (auto last = clock::now(); !port_link_up(port_id);) {
+        if (clock::now() >= until) {
+            throw dpdk_error("port " + std::to_string(port_id) + " (" + name + "): " +
+                             memif_client_peer(port_id)->what + " listens, but the link did not come up in " +
+                             waited + " (its port not started?)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (clock::now() - last >= std::chrono::milliseconds(500)) {
+            rte_eth_dev_stop(port_id);
+            rte_eth_dev_start(port_id);
+            last = clock::now();
+        }
     }
 }
 } // namespace
@@ -49,8 +107,10 @@ rte_mempool* make_mbuf_pool(const std::string& name, uint32_t mbufs, uint32_t ma
 port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
 {
     if (!rte_eth_dev_is_valid_port(port_id)) {
+        const std::string why = explain_missing_devices();
         throw dpdk_error("port " + std::to_string(port_id) + " does not exist (" +
-                         std::to_string(port_count()) + " ports found; add --vdev or -a)");
+                         std::to_string(port_count()) + " ports found; " +
+                         (why.empty() ? "add --vdev or -a" : why) + ")");
     }
     rte_eth_dev_info info{};
     check(rte_eth_dev_info_get(port_id, &info), port_id, "rte_eth_dev_info_get");
@@ -118,7 +178,7 @@ port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
         check(rte_eth_tx_queue_setup(port_id, q, txd, uint32_t(caps.socket), &txq), port_id,
               "rte_eth_tx_queue_setup");
     }
-    check(rte_eth_dev_start(port_id), port_id, "rte_eth_dev_start");
+    start_port(port_id, caps.name, p.peer_wait_ms);
     rte_eth_promiscuous_enable(port_id); // peers may address us before learning our MAC
 
     rte_ether_addr mac{};

@@ -20,6 +20,7 @@ struct port_params {
     uint16_t tx_desc = 1024;
     uint32_t max_frame = 0;          // largest frame we send; the MTU is raised when allowed
     bool udp_checksum_software = false; // without offload: compute (true) or send 0 (false)
+    uint32_t peer_wait_ms = 5000;    // a memif client waits this long for its server to listen
 };
 
 // What the port turned out to offer.

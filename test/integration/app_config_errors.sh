@@ -25,4 +25,9 @@ expect_error rto_order '{"ports": [0], "transport": {"min_rto_us": 50000, "max_r
   "transport.max_rto_us: must be at least transport.min_rto_us"
 expect_error top_duplicate '{"address": "10.0.0.1", "address": "10.0.0.2"}' \
   "duplicate key 'address' in the top level"
+# One port for two planes (DPDK said "Port 0 must be stopped to allow configuration").
+expect_error duplicate_port '{"ports": [0, {"port": 0, "gateway": "02:00:00:00:00:01"}]}' \
+  "ports[1].port: port 0 is already plane 0's (ports[0]); each plane needs a port of its own"
+expect_error duplicate_port_plain '{"ports": [1, 0, 1]}' \
+  "ports[2]: port 1 is already plane 0's (ports[0])"
 exit $fail
