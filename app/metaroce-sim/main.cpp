@@ -127,8 +127,12 @@ int main(int argc, char** argv)
     }
     metaroce::sim::sim_result r;
     {
-        const metaroce::sim_cli::heartbeat beat(s.name, o.quiet ? 0 : o.progress_s);
         metaroce::sim::simulator sim(s);
+        // Started with the run, so its wall time matches the result's wall_time_s.
+        metaroce::sim_cli::heartbeat beat(s.name, o.quiet ? 0 : o.progress_s);
+        if (beat.active()) {
+            sim.on_progress([&beat](const metaroce::sim::sim_progress& p) { beat(p); });
+        }
         r = sim.run();
     }
     auto j = metaroce::sim::to_json(r);

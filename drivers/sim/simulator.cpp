@@ -131,6 +131,11 @@ sim_result simulator::run()
         // Sampled, not per event: the pool size is a cheap proxy for in-flight packets.
         if ((events_ & 1023) == 0) {
             peak_in_flight_ = std::max<uint64_t>(peak_in_flight_, pool_.in_use());
+            if (progress_ && (events_ & (k_progress_events - 1)) == 0) {
+                const auto& w = work_->stats();
+                progress_({now_, limit, s_.duration_ns.has_value(), events_,
+                           w.messages_completed + w.messages_failed, w.messages_total});
+            }
         }
     }
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,16 @@
 
 namespace metaroce::sim {
 
+// How far a run has got, for a progress display (metaroce-sim's --progress).
+struct sim_progress {
+    sim_time now = 0;             // virtual time reached
+    sim_time limit = 0;           // where the run stops at the latest
+    bool limit_is_duration = false; // the scenario's duration (else the safety limit)
+    uint64_t events = 0;
+    uint64_t messages_done = 0;   // completed or failed at the initiator
+    uint64_t messages_total = 0;
+};
+
 class simulator {
 public:
     explicit simulator(scenario s);
@@ -26,6 +37,11 @@ public:
     simulator& operator=(const simulator&) = delete;
 
     sim_result run();
+
+    // Called from run(), on its thread, every k_progress_events events: the hook
+    // decides itself (by wall clock) whether to show anything. Reads only.
+    static constexpr uint64_t k_progress_events = 1u << 14;
+    void on_progress(std::function<void(const sim_progress&)> hook) { progress_ = std::move(hook); }
 
     // For tests and diagnostics.
     const fabric& net() const noexcept { return net_; }
@@ -50,6 +66,7 @@ private:
     uint64_t events_ = 0;
     std::array<uint64_t, k_event_kinds> by_kind_{};
     uint64_t peak_in_flight_ = 0;
+    std::function<void(const sim_progress&)> progress_;
 };
 
 } // namespace metaroce::sim

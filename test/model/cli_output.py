@@ -5,6 +5,7 @@
 Usage: cli_output.py METAROCE_SIM SCENARIO.json
 """
 import json
+import re
 import subprocess
 import sys
 
@@ -66,6 +67,21 @@ beat = run("--progress", "0.01")
 progress = [l for l in beat.stderr.splitlines() if "running:" in l]
 check(len(progress) >= 1, f"--progress 0.01: no progress line on stderr: {beat.stderr!r}")
 check(json.loads(beat.stdout)["scenario"] == short["scenario"], "--progress changed stdout")
+# Each line says how far the run is in simulated time and in messages, both never going
+# back and never past the end of the run.
+UNIT_US = {"us": 1, "ms": 1e3, "s": 1e6}
+shown = []
+for l in progress:
+    m = re.search(r"running: ([0-9.]+) (us|ms|s)(?: of [0-9.]+ (?:us|ms|s))? simulated"
+                  r"(?: \(\d+ %\))?, (\d+) of (\d+) messages done, [0-9.]+ s wall", l)
+    check(m is not None, f"progress line without simulated time and messages: {l!r}")
+    if m:
+        shown.append((float(m[1]) * UNIT_US[m[2]], int(m[3]), int(m[4])))
+check(shown == sorted(shown), f"progress goes backwards: {shown}")
+end_us = json.loads(beat.stdout)["virtual_time_us"]
+total = short["messages"]["total"]
+check(all(t <= end_us + 0.1 and done <= tot == total for t, done, tot in shown),
+      f"progress beyond the run's end ({end_us} us, {total} messages): {shown}")
 check(run("--progress", "0.01", "--quiet").stderr == "", "--quiet still prints progress")
 
 bad = subprocess.run([sim, scenario, "--progress", "soon"], capture_output=True, text=True)
