@@ -92,10 +92,9 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->max_msgs = std::max<uint16_t>(t.max_msgs, 1);
     c->planes = std::max<uint8_t>(t.planes, 1);
     c->sq.resize(c->max_msgs);
+    // Receive rings are sized by the first post_recv of each stream: a connection with
+    // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
-    for (stream_state& s : c->streams) {
-        s.rq.resize(std::max<uint16_t>(t.rq_depth, 1));
-    }
     c->jobs.resize(std::max<uint16_t>(t.max_reads, 1));
     c->naks = fixed_ring<nak_entry>(64);
     cc.init(c->cc);

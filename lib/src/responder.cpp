@@ -64,6 +64,9 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
         return post_result::bad_stream;
     }
     stream_state& ss = c.streams[stream];
+    if (ss.rq.empty()) {
+        ss.rq.resize(std::max<uint16_t>(cfg.transport.rq_depth, 1)); // once per stream
+    }
     if (ss.rq_posted - ss.rq_consumed >= ss.rq.size()) {
         return post_result::queue_full;
     }

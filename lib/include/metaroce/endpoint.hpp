@@ -1,7 +1,7 @@
 // The sans-I/O MetaRoCE engine of one node. Drivers hand it received packets, the
 // time and timer expiries; it hands back packets to send, completions and events.
 // It never reads a clock, does no I/O and allocates only on the control path
-// (connect, accept, register).
+// (connect, accept, register) and at a stream's first post_recv (its receive ring).
 #pragma once
 
 #include <cstddef>
