@@ -59,24 +59,26 @@ bool worker::poll(uint64_t now_ns)
         ctr_.max_poll_gap_ns = std::max(ctr_.max_poll_gap_ns, now_ns - last_poll_ns_);
     }
     last_poll_ns_ = now_ns;
+    const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget);
+    if (r.timers) {
+        ++ctr_.timer_calls;
+    }
+    if (r.busy()) {
+        ++ctr_.busy_loops;
+    }
+    return r.busy();
+}
+
+bool worker::rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t)
+{
     bool busy = false;
     if (cfg_.poll_rx) {
         for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
-            busy |= rx_plane(p, now_ns);
+            busy |= rx_plane(p, deliver);
         }
     }
     if (cfg_.inbox != nullptr) {
-        busy |= rx_inbox(now_ns);
-    }
-    if (ep_.next_timer() <= now_ns) {
-        ++ctr_.timer_calls;
-        ep_.on_timer(now_ns);
-        busy = true;
-    }
-    watch_planes(); // before pulling: the first frames after a change count
-    busy |= tx_pull(now_ns);
-    if (busy) {
-        ++ctr_.busy_loops;
+        busy |= rx_inbox(deliver);
     }
     return busy;
 }
@@ -117,7 +119,7 @@ void worker::plane_changed(uint8_t plane, bool up, plane_cause why) noexcept
     log_.record(e);
 }
 
-bool worker::rx_plane(uint8_t plane, uint64_t now_ns)
+bool worker::rx_plane(uint8_t plane, const io::deliver_to<endpoint>& deliver)
 {
     std::array<rte_mbuf*, k_burst> pkts;
     const uint16_t n =
@@ -134,12 +136,12 @@ bool worker::rx_plane(uint8_t plane, uint64_t now_ns)
         if (i + 1 < n) {
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
         }
-        rx_frame(pkts[i], plane, now_ns);
+        rx_frame(pkts[i], plane, deliver);
     }
     return true;
 }
 
-bool worker::rx_inbox(uint64_t now_ns)
+bool worker::rx_inbox(const io::deliver_to<endpoint>& deliver)
 {
     std::array<rte_mbuf*, k_burst> pkts;
     const unsigned n = rte_ring_sc_dequeue_burst(cfg_.inbox, reinterpret_cast<void**>(pkts.data()),
@@ -151,13 +153,13 @@ bool worker::rx_inbox(uint64_t now_ns)
             rte_pktmbuf_free(pkts[i]);
             continue;
         }
-        rx_frame(pkts[i], uint8_t(plane), now_ns);
+        rx_frame(pkts[i], uint8_t(plane), deliver);
     }
     return n != 0;
 }
 
 // Consumes the mbuf: frees it, or passes it to the worker that owns its address.
-void worker::rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns)
+void worker::rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>& deliver)
 {
     ++ctr_.rx_frames;
     ++ctr_.plane_rx_frames[plane];
@@ -217,7 +219,7 @@ void worker::rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns)
     const uint32_t src_node = node_of(r.pkt.src_ip, plane);
     neigh_[plane].learn(src_node, r.pkt.src_mac);
     const rx_meta meta{src_node, plane, r.pkt.udp_sport, r.pkt.ce};
-    ep_.on_packet(meta, r.pkt.payload, now_ns);
+    deliver(meta, r.pkt.payload);
     rte_pktmbuf_free(m);
 }
 
@@ -238,95 +240,105 @@ rte_mbuf* worker::tx_alloc() noexcept
     return spare_[--spare_n_];
 }
 
-bool worker::tx_pull(uint64_t now_ns)
+// Retry what the ports did not take; while a queue is backed up, leave packets in
+// the core (its windows and pacing decide, nothing is dropped). A port that has taken
+// nothing for k_port_stall_ns is stalled (net_af_packet on a link without carrier
+// refuses everything): it must not hold up the other planes, so its packets are
+// dropped as on a dead link and the transport's loss recovery and plane detection
+// take over.
+bool worker::tx_backlog(uint64_t now_ns)
 {
-    // Retry what the ports did not take; while a queue is backed up, leave
-    // packets in the core (its windows and pacing decide, nothing is dropped).
-    // A port that has taken nothing for k_port_stall_ns is stalled (net_af_packet
-    // on a link without carrier refuses everything): it must not hold up the other
-    // planes, so its packets are dropped as on a dead link and the transport's
-    // loss recovery and plane detection take over.
     bool backed_up = false;
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
         if (txq_[p].n != 0) {
-            tx_flush(p);
+            flush_plane(p);
             backed_up |= txq_[p].n >= k_burst && !port_stalled(p, now_ns);
         }
     }
-    if (backed_up) {
-        return true;
-    }
-    uint16_t pulled = 0;
-    while (pulled < cfg_.tx_budget) {
-        rte_mbuf* m = tx_alloc();
-        if (m == nullptr) {
-            break;
-        }
-        uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
-        const size_t room = rte_pktmbuf_tailroom(m);
-        tx_frame f;
-        f.buf = {frame + k_frame_overhead, room - k_frame_overhead};
-        if (!ep_.poll_tx(now_ns, f)) {
-            spare_[spare_n_++] = m;
-            break;
-        }
-        ++pulled;
-        if (f.plane >= cfg_.planes.size() || f.len == 0 || f.len > f.buf.size()) {
-            ++ctr_.tx_bad_frame;
-            rte_pktmbuf_free(m);
-            continue;
-        }
-        if (!plane_up(f.plane)) {
-            ++ctr_.tx_plane_down;
-            rte_pktmbuf_free(m);
-            continue;
-        }
-        const plane_port& pp = cfg_.planes[f.plane];
-        tx_addressing a;
-        a.src_mac = pp.mac;
-        a.dst_mac = pp.routed ? pp.gateway : neigh_[f.plane].lookup(f.dst_addr);
-        a.src_ip = plane_ip(node(), f.plane);
-        a.dst_ip = plane_ip(f.dst_addr, f.plane);
-        a.udp_sport = f.udp_sport;
-        a.udp_dport = wire::k_udp_dst_port;
-        a.ect = f.ect;
-        const size_t len = write_headers(frame, a, f.len, pp.tx_csum);
-        m->data_len = uint16_t(len);
-        m->pkt_len = uint32_t(len);
-        if (pp.tx_csum.ip_offload || pp.tx_csum.udp_offload) {
-            m->l2_len = k_l2_len;
-            m->l3_len = k_l3_len;
-            m->ol_flags |= RTE_MBUF_F_TX_IPV4;
-            if (pp.tx_csum.ip_offload) {
-                m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
-            }
-            if (pp.tx_csum.udp_offload) {
-                m->ol_flags |= RTE_MBUF_F_TX_UDP_CKSUM;
-            }
-        }
-        tx_queue& q = txq_[f.plane];
-        if (q.n == q.pkts.size()) { // only a stalled port's queue fills up
-            ++ctr_.tx_port_stalled;
-            rte_pktmbuf_free(m);
-            continue;
-        }
-        q.pkts[q.n++] = m;
-        if (q.n >= k_burst) {
-            tx_flush(f.plane);
-            if (q.n >= k_burst && !port_stalled(f.plane, now_ns)) {
-                break; // the port is full: stop pulling
-            }
-        }
-    }
-    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
-        if (txq_[p].n != 0) {
-            tx_flush(p);
-        }
-    }
-    return pulled != 0;
+    return backed_up;
 }
 
-void worker::tx_flush(uint8_t plane) noexcept
+std::span<uint8_t> worker::tx_buffer(uint64_t) noexcept
+{
+    tx_cur_ = tx_alloc();
+    if (tx_cur_ == nullptr) {
+        return {};
+    }
+    uint8_t* frame = rte_pktmbuf_mtod(tx_cur_, uint8_t*);
+    const size_t room = rte_pktmbuf_tailroom(tx_cur_);
+    return {frame + k_frame_overhead, room - k_frame_overhead};
+}
+
+void worker::tx_unused() noexcept
+{
+    spare_[spare_n_++] = tx_cur_;
+    tx_cur_ = nullptr;
+}
+
+io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
+{
+    rte_mbuf* m = tx_cur_;
+    tx_cur_ = nullptr;
+    if (f.plane >= cfg_.planes.size() || f.len == 0 || f.len > f.buf.size()) {
+        ++ctr_.tx_bad_frame;
+        rte_pktmbuf_free(m);
+        return io::tx_next::more;
+    }
+    if (!plane_up(f.plane)) {
+        ++ctr_.tx_plane_down;
+        rte_pktmbuf_free(m);
+        return io::tx_next::more;
+    }
+    uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
+    const plane_port& pp = cfg_.planes[f.plane];
+    tx_addressing a;
+    a.src_mac = pp.mac;
+    a.dst_mac = pp.routed ? pp.gateway : neigh_[f.plane].lookup(f.dst_addr);
+    a.src_ip = plane_ip(node(), f.plane);
+    a.dst_ip = plane_ip(f.dst_addr, f.plane);
+    a.udp_sport = f.udp_sport;
+    a.udp_dport = wire::k_udp_dst_port;
+    a.ect = f.ect;
+    const size_t len = write_headers(frame, a, f.len, pp.tx_csum);
+    m->data_len = uint16_t(len);
+    m->pkt_len = uint32_t(len);
+    if (pp.tx_csum.ip_offload || pp.tx_csum.udp_offload) {
+        m->l2_len = k_l2_len;
+        m->l3_len = k_l3_len;
+        m->ol_flags |= RTE_MBUF_F_TX_IPV4;
+        if (pp.tx_csum.ip_offload) {
+            m->ol_flags |= RTE_MBUF_F_TX_IP_CKSUM;
+        }
+        if (pp.tx_csum.udp_offload) {
+            m->ol_flags |= RTE_MBUF_F_TX_UDP_CKSUM;
+        }
+    }
+    tx_queue& q = txq_[f.plane];
+    if (q.n == q.pkts.size()) { // only a stalled port's queue fills up
+        ++ctr_.tx_port_stalled;
+        rte_pktmbuf_free(m);
+        return io::tx_next::more;
+    }
+    q.pkts[q.n++] = m;
+    if (q.n >= k_burst) {
+        flush_plane(f.plane);
+        if (q.n >= k_burst && !port_stalled(f.plane, now_ns)) {
+            return io::tx_next::stop; // the port is full: stop pulling
+        }
+    }
+    return io::tx_next::more;
+}
+
+void worker::tx_flush(uint64_t) noexcept
+{
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        if (txq_[p].n != 0) {
+            flush_plane(p);
+        }
+    }
+}
+
+void worker::flush_plane(uint8_t plane) noexcept
 {
     tx_queue& q = txq_[plane];
     // Timed: a PMD may block in here (net_af_packet waits for room in its kernel ring).
@@ -358,7 +370,7 @@ void worker::flush() noexcept
 {
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
         for (int tries = 0; tries < 100 && txq_[p].n != 0; ++tries) {
-            tx_flush(p);
+            flush_plane(p);
         }
     }
 }

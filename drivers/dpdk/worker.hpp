@@ -6,6 +6,8 @@
 //   poll(now): RX burst per plane -> parse Eth/IPv4/UDP -> endpoint::on_packet
 //              -> hand-off ring (frames for another worker's node) -> timers
 //              -> pull packets from the core into mbufs -> TX burst per plane.
+// The order and the pull are the shared loop's (common/endpoint_loop.hpp); the worker
+// is its packet I/O.
 //
 // Steering, for a process that runs several workers (the apps run one): each worker
 // is its own node with its own IPv4 address per plane, so a connection belongs to
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/endpoint_loop.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/encap.hpp"
 #include "dpdk/plane_log.hpp"
@@ -80,15 +83,23 @@ public:
     const plane_log& plane_events() const noexcept { return log_; }
     void clear_plane_events() noexcept { log_.clear(); }
 
+    // The packet I/O of the shared endpoint loop (common/endpoint_loop.hpp).
+    bool rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t now_ns);
+    void before_tx(uint64_t) { watch_planes(); } // the first frames after a change count
+    bool tx_backlog(uint64_t now_ns);
+    std::span<uint8_t> tx_buffer(uint64_t now_ns) noexcept;
+    void tx_unused() noexcept;
+    io::tx_next tx_send(const tx_frame& f, uint64_t now_ns) noexcept;
+    void tx_flush(uint64_t now_ns) noexcept;
+
 private:
     void watch_planes();
     void plane_changed(uint8_t plane, bool up, plane_cause why) noexcept;
     bool plane_up(uint8_t plane) const noexcept;
-    void rx_frame(rte_mbuf* m, uint8_t plane, uint64_t now_ns);
-    bool rx_plane(uint8_t plane, uint64_t now_ns);
-    bool rx_inbox(uint64_t now_ns);
-    bool tx_pull(uint64_t now_ns);
-    void tx_flush(uint8_t plane) noexcept;
+    void rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>& deliver);
+    bool rx_plane(uint8_t plane, const io::deliver_to<endpoint>& deliver);
+    bool rx_inbox(const io::deliver_to<endpoint>& deliver);
+    void flush_plane(uint8_t plane) noexcept;
     bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
     rte_mbuf* tx_alloc() noexcept;
 
@@ -105,6 +116,7 @@ private:
     std::array<tx_queue, k_max_planes> txq_;
     std::array<rte_mbuf*, k_burst> spare_{}; // allocated in bulk, not yet used
     uint16_t spare_n_ = 0;
+    rte_mbuf* tx_cur_ = nullptr;             // the mbuf tx_buffer() handed out
     std::array<uint8_t, 16384> scratch_{};   // linearised multi-segment frames
 
     // Plane watch: compared once per poll, the endpoint's list read only on a change.

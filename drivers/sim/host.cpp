@@ -55,8 +55,9 @@ void host::on_timer_event(sim_time scheduled, sim_time now)
         return;
     }
     timer_at_ = k_never;
-    ++stats_.timer_calls;
-    ep_->on_timer(to_ns(now));
+    if (io::run_due_timers(*ep_, to_ns(now))) { // not due: the core moved it later
+        ++stats_.timer_calls;
+    }
     settle(now, true);
 }
 
@@ -137,38 +138,53 @@ sim_time host::hungry_time(sim_time now) const noexcept
 
 void host::pump_tx(sim_time now)
 {
-    while (port_hungry(now) && egress_backlog(now) < backlog_limit_) {
-        const uint32_t pkt = pool_.alloc();
-        tx_frame f;
-        f.buf = pool_.buffer(pkt);
-        if (!ep_->poll_tx(to_ns(now), f)) {
-            pool_.free(pkt);
-            return;
-        }
-        ++stats_.tx_pulls;
-        const uint32_t dst = f.dst_addr - k_host_addr_base;
-        if ((f.dst_addr & 0xFFFF0000u) != k_host_addr_base || dst >= hosts_ || f.plane >= planes_ ||
-            f.len == 0 || f.len > f.buf.size()) {
-            ++stats_.bad_tx_frames;
-            pool_.free(pkt);
-            continue;
-        }
-        packet_meta& m = pool_.meta(pkt);
-        m.src_host = index_;
-        m.dst_host = dst;
-        m.len = uint32_t(f.len);
-        m.wire_bytes = wire_bytes(m.len);
-        m.udp_sport = f.udp_sport;
-        m.plane = f.plane;
-        m.ect = f.ect;
-        m.ce = false;
-        net_.transmit(pkt, now);
+    tx_now_ = now;
+    if (io::pull_tx(*ep_, *this, to_ns(now)).why == io::tx_stop::core_idle) {
+        return; // nothing to send: a post, packet or timer will call us again
     }
     const sim_time wake = std::max(hungry_time(now), drain_time(now));
     if (wake < wake_at_) {
         wake_at_ = wake;
         q_.push(wake, event_kind::tx_wake, index_);
     }
+}
+
+std::span<uint8_t> host::tx_buffer(uint64_t) noexcept
+{
+    if (!port_hungry(tx_now_) || egress_backlog(tx_now_) >= backlog_limit_) {
+        return {};
+    }
+    tx_pkt_ = pool_.alloc();
+    return pool_.buffer(tx_pkt_);
+}
+
+void host::tx_unused() noexcept
+{
+    pool_.free(tx_pkt_);
+}
+
+io::tx_next host::tx_send(const tx_frame& f, uint64_t) noexcept
+{
+    const uint32_t pkt = tx_pkt_;
+    ++stats_.tx_pulls;
+    const uint32_t dst = f.dst_addr - k_host_addr_base;
+    if ((f.dst_addr & 0xFFFF0000u) != k_host_addr_base || dst >= hosts_ || f.plane >= planes_ ||
+        f.len == 0 || f.len > f.buf.size()) {
+        ++stats_.bad_tx_frames;
+        pool_.free(pkt);
+        return io::tx_next::more;
+    }
+    packet_meta& m = pool_.meta(pkt);
+    m.src_host = index_;
+    m.dst_host = dst;
+    m.len = uint32_t(f.len);
+    m.wire_bytes = wire_bytes(m.len);
+    m.udp_sport = f.udp_sport;
+    m.plane = f.plane;
+    m.ect = f.ect;
+    m.ce = false;
+    net_.transmit(pkt, tx_now_);
+    return io::tx_next::more;
 }
 
 // Earliest time the summed NIC backlog falls below the limit again. The sum is

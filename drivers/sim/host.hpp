@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "common/endpoint_loop.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/fabric.hpp"
 #include "sim/metrics.hpp"
@@ -54,6 +55,12 @@ public:
 
     const host_stats& stats() const noexcept { return stats_; }
 
+    // The packet I/O of the shared loop's pull (common/endpoint_loop.hpp): buffers come
+    // from the packet pool while some NIC port is short of packets.
+    std::span<uint8_t> tx_buffer(uint64_t now_ns) noexcept;
+    void tx_unused() noexcept;
+    io::tx_next tx_send(const tx_frame& f, uint64_t now_ns) noexcept;
+
 private:
     void settle(sim_time now, bool after_timer);
     void drain(sim_time now);
@@ -78,6 +85,8 @@ private:
     sim_time backlog_limit_;       // summed backlog at which we stop pulling
     sim_time timer_at_ = k_never;  // earliest host_timer event pending
     sim_time wake_at_ = k_never;   // earliest tx_wake event pending
+    sim_time tx_now_ = 0;          // the time of the pull in progress
+    uint32_t tx_pkt_ = 0;          // the pool packet tx_buffer() handed out
     host_stats stats_;
     std::array<completion, 64> cq_buf_{};
     std::array<conn_event, 16> ev_buf_{};

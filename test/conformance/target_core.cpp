@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "common/endpoint_loop.hpp"
 #include "metaroce/endpoint.hpp"
 #include "metaroce/wire/codec.hpp"
 #include "target.hpp"
@@ -205,15 +206,9 @@ public:
 private:
     void drain_tx()
     {
-        for (;;) {
+        io::span_io out{std::span(tx_buf_), [&](const tx_frame& f) {
             datagram d;
-            d.bytes.resize(wire::max_packet_len(9000));
-            tx_frame f;
-            f.buf = d.bytes;
-            if (!ep_->poll_tx(now_, f)) {
-                return;
-            }
-            d.bytes.resize(f.len);
+            d.bytes.assign(f.buf.begin(), f.buf.begin() + ptrdiff_t(f.len));
             d.src_addr = k_iut_addr;
             d.dst_addr = f.dst_addr;
             d.plane = f.plane;
@@ -221,12 +216,15 @@ private:
             d.ect = f.ect;
             d.at_ns = now_;
             out_.push_back(std::move(d));
-        }
+            return io::tx_next::more;
+        }};
+        io::pull_tx(*ep_, out, now_);
     }
 
     target_caps caps_;
     std::unique_ptr<endpoint> ep_;
     std::deque<datagram> out_;
+    std::vector<uint8_t> tx_buf_ = std::vector<uint8_t>(wire::max_packet_len(9000));
     std::map<uint32_t, std::unique_ptr<uint8_t[]>> mem_;
     uint64_t now_ = 0;
     uint32_t tests_ = 0;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/endpoint_loop.hpp"
 #include "metaroce/wire/codec.hpp"
 
 namespace metaroce::fuzz {
@@ -99,22 +100,13 @@ void world::pump()
         while (ep_[s]->poll_events(ev) > 0) {
         } // drained as a driver does; connections() tells what exists
         std::array<uint8_t, 4096> buf;
-        for (size_t n = 0;; ++n) {
-            if (n == k_max_burst) {
-                fail("side %d: poll_tx() produced %zu packets at t=%llu without any input", s, n,
-                     (unsigned long long)now_);
-            }
-            tx_frame f;
-            f.buf = buf;
-            if (!ep_[s]->poll_tx(now_, f)) {
-                break;
-            }
+        io::span_io out{std::span(buf), [&](const tx_frame& f) {
             if (f.len == 0 || f.len > buf.size()) {
                 fail("side %d: poll_tx() returned true with length %zu", s, f.len);
             }
             check_read_resp(s, std::span(buf).first(f.len));
             if (f.dst_addr != k_addr[1 - s]) {
-                continue; // a reply to a spoofed source: it leaves our two-node fabric
+                return io::tx_next::more; // a reply to a spoofed source: it leaves our two-node fabric
             }
             wire_pkt p;
             p.deliver_at = now_ + k_wire_delay_ns;
@@ -132,6 +124,11 @@ void world::pump()
             if (wire_.size() < k_max_wire) {
                 wire_.push_back(std::move(p));
             }
+            return io::tx_next::more;
+        }};
+        if (io::pull_tx(*ep_[s], out, now_, k_max_burst).why == io::tx_stop::budget) {
+            fail("side %d: poll_tx() produced %zu packets at t=%llu without any input", s, k_max_burst,
+                 (unsigned long long)now_);
         }
     }
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/endpoint_loop.hpp"
 #include "metaroce/endpoint.hpp"
 #include "metaroce/wire/codec.hpp"
 
@@ -104,31 +105,8 @@ public:
     {
         bool progressed = false;
         for (int side = 0; side < 2; ++side) {
-            for (;;) {
-                std::vector<uint8_t> buf(wire::max_packet_len(9000));
-                tx_frame f;
-                f.buf = buf;
-                if (!ep_[side]->poll_tx(now_, f)) {
-                    break;
-                }
-                progressed = true;
-                captured c;
-                c.deliver_at = now_ + delay_;
-                c.to = 1 - side;
-                c.meta.src_addr = side == 0 ? k_addr_a : k_addr_b;
-                c.meta.plane = f.plane;
-                c.meta.udp_sport = f.udp_sport;
-                c.frame = f;
-                c.frame.buf = {};
-                c.bytes.assign(buf.begin(), buf.begin() + f.len);
-                if (record) {
-                    sent.push_back(c);
-                }
-                if (filter && filter(c)) {
-                    continue;
-                }
-                inject(std::move(c));
-            }
+            io::span_io out{std::span(tx_buf_), [&](const tx_frame& f) { return put_on_wire(side, f); }};
+            progressed |= io::pull_tx(*ep_[side], out, now_).pulled != 0;
         }
         if (!wire_.empty() && wire_.front().deliver_at <= now_) {
             while (!wire_.empty() && wire_.front().deliver_at <= now_) {
@@ -151,8 +129,8 @@ public:
             }
             now_ = std::max(now_, next);
         }
-        ep_[0]->on_timer(now_);
-        ep_[1]->on_timer(now_);
+        io::run_due_timers(*ep_[0], now_);
+        io::run_due_timers(*ep_[1], now_);
         drain_events();
         return true;
     }
@@ -188,6 +166,27 @@ public:
     }
 
 private:
+    // Each packet the loop pulls is captured, offered to the filter and put on the wire.
+    io::tx_next put_on_wire(int side, const tx_frame& f)
+    {
+        captured c;
+        c.deliver_at = now_ + delay_;
+        c.to = 1 - side;
+        c.meta.src_addr = side == 0 ? k_addr_a : k_addr_b;
+        c.meta.plane = f.plane;
+        c.meta.udp_sport = f.udp_sport;
+        c.frame = f;
+        c.frame.buf = {};
+        c.bytes.assign(f.buf.begin(), f.buf.begin() + ptrdiff_t(f.len));
+        if (record) {
+            sent.push_back(c);
+        }
+        if (!(filter && filter(c))) {
+            inject(std::move(c));
+        }
+        return io::tx_next::more;
+    }
+
     void drain_events()
     {
         for (int s = 0; s < 2; ++s) {
@@ -207,6 +206,7 @@ private:
 
     std::unique_ptr<endpoint> ep_[2];
     std::deque<captured> wire_;
+    std::vector<uint8_t> tx_buf_ = std::vector<uint8_t>(wire::max_packet_len(9000));
     uint64_t now_ = 0;
     uint64_t delay_;
     endpoint_config cfg_[2];

@@ -1,0 +1,137 @@
+// The loop every driver runs around a sans-I/O engine (metaroce::endpoint, or the
+// fabric model's sim_transport): hand received packets to on_packet(), run on_timer()
+// once next_timer() is due, pull packets with poll_tx() into the I/O's buffers and
+// give them to the I/O to send. Written once here; the packet I/O is the parameter.
+//
+// An Io provides:
+//   std::span<uint8_t> tx_buffer(uint64_t now)   room for the next packet's UDP payload;
+//                                                empty: the I/O takes nothing more now
+//   void tx_unused()                             the last buffer was not filled
+//   tx_next tx_send(const tx_frame& f, uint64_t now)  f.buf is the buffer, f.len bytes in it
+// and, for poll():
+//   bool rx_burst(const deliver_to<Engine>& deliver, uint64_t now)   receive what is
+//                                                waiting, call deliver(meta, bytes) per
+//                                                packet; true if any
+//   bool tx_backlog(uint64_t now)                send what the I/O still holds; true while
+//                                                it is backed up (then nothing is pulled, the
+//                                                packets wait in the core's queues)
+//   void tx_flush(uint64_t now)                  send what was queued by tx_send()
+// optionally:
+//   void before_tx(uint64_t now)                 runs between timers and the pull
+//
+// Header-only and allocation-free: it is the per-packet path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "metaroce/io_types.hpp"
+
+namespace metaroce::io {
+
+enum class tx_next : uint8_t { more, stop };
+
+// Hands one received packet to the engine at the time of the poll.
+template <class Engine>
+struct deliver_to {
+    Engine& ep;
+    uint64_t now_ns;
+    void operator()(const rx_meta& m, std::span<const uint8_t> bytes) const
+    {
+        ep.on_packet(m, bytes, now_ns);
+    }
+};
+
+// Why pull_tx() stopped.
+enum class tx_stop : uint8_t {
+    core_idle, // poll_tx() had nothing to send now
+    io_full,   // the I/O had no buffer or asked to stop
+    budget,    // the budget was used up
+};
+
+struct pull_result {
+    size_t pulled = 0; // packets poll_tx() built (including ones the I/O then dropped)
+    tx_stop why = tx_stop::core_idle;
+};
+
+// The simplest Io for a pull: one reusable buffer, and a callable that takes each
+// built frame (f.buf holds its bytes) and says whether to go on. Test wires use it.
+template <class Send>
+struct span_io {
+    std::span<uint8_t> buf;
+    Send send;
+    std::span<uint8_t> tx_buffer(uint64_t) noexcept { return buf; }
+    void tx_unused() noexcept {}
+    tx_next tx_send(const tx_frame& f, uint64_t) { return send(f); }
+};
+template <class Send>
+span_io(std::span<uint8_t>, Send) -> span_io<Send>;
+
+// Runs on_timer() if a timer is due; true if it ran.
+template <class Engine>
+inline bool run_due_timers(Engine& ep, uint64_t now_ns)
+{
+    if (ep.next_timer() > now_ns) {
+        return false;
+    }
+    ep.on_timer(now_ns);
+    return true;
+}
+
+// Pulls up to `budget` packets from the engine into the I/O's buffers.
+template <class Engine, class Io>
+inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = SIZE_MAX)
+{
+    pull_result r;
+    while (r.pulled < budget) {
+        tx_frame f;
+        f.buf = io.tx_buffer(now_ns);
+        if (f.buf.empty()) {
+            r.why = tx_stop::io_full;
+            return r;
+        }
+        if (!ep.poll_tx(now_ns, f)) {
+            io.tx_unused();
+            r.why = tx_stop::core_idle;
+            return r;
+        }
+        ++r.pulled;
+        if (io.tx_send(f, now_ns) == tx_next::stop) {
+            r.why = tx_stop::io_full;
+            return r;
+        }
+    }
+    r.why = tx_stop::budget;
+    return r;
+}
+
+// What one poll() did.
+struct poll_result {
+    bool rx = false;       // received at least one packet
+    bool timers = false;   // on_timer() ran
+    bool backlog = false;  // the I/O was backed up: nothing pulled
+    size_t pulled = 0;
+    bool busy() const noexcept { return rx || timers || backlog || pulled != 0; }
+};
+
+// One run-to-completion pass: receive, timers, transmit.
+template <class Engine, class Io>
+inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
+{
+    poll_result r;
+    r.rx = io.rx_burst(deliver_to<Engine>{ep, now_ns}, now_ns);
+    r.timers = run_due_timers(ep, now_ns);
+    if constexpr (requires { io.before_tx(now_ns); }) {
+        io.before_tx(now_ns);
+    }
+    if (io.tx_backlog(now_ns)) {
+        r.backlog = true;
+        return r;
+    }
+    r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
+    io.tx_flush(now_ns);
+    return r;
+}
+
+} // namespace metaroce::io
