@@ -166,6 +166,7 @@ struct recv_slot {
     wire::opcode op{};
     uint16_t stream = 0;
     uint8_t tail_len = 0;
+    bool solicited = false;
     uint32_t msn = 0;
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;

@@ -188,6 +188,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     m.offset = r.offset;
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
+    if (r.kind == rec_kind::request && c.sq[r.slot].wr.solicited && wire::info(b.op).consumes_recv) {
+        b.flags |= wire::bth_flag::solicited;
+    }
     // Ask for an ACK now when this packet fills the path's or the connection's window:
     // nothing more can go until one comes back, so a delayed ACK would idle the sender.
     const bool fills = double(p.inflight) + 1 >= p.cc.cwnd ||

@@ -206,6 +206,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                 }
                 if (o.v == verdict::accepted) {
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
+                    n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
                     n.in_use = true;
                     rs = n;
                     opened = true;
@@ -337,6 +338,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             wc.op = rs.op == wire::opcode::write_imm ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv;
             wc.byte_len = rs.msg_len;
             wc.has_imm = oi.has_imm;
+            wc.solicited = rs.solicited;
             wc.imm = rs.imm;
             if (!push_cq(c, wc)) {
                 return; // resumed by poll_cq

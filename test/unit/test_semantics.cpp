@@ -845,3 +845,34 @@ TEST_CASE("after a failure, no later message of the stream completes successfull
     CHECK(h.cq[0][2].wr_id == 1);
     CHECK(h.cq[0][2].status == wc_status::wr_flush_err);
 }
+
+TEST_CASE("a solicited SEND's receive completion says so; others do not", "[semantics][solicited]")
+{
+    pair_harness h;
+    const conn_id c = h.connect();
+    buffer src(h.a(), 5000, k_all_access, 3);
+    buffer d0(h.b(), 5000, k_all_access), d1(h.b(), 5000, k_all_access), d2(h.b(), 5000, k_all_access);
+    for (const buffer* d : {&d0, &d1, &d2}) {
+        REQUIRE(h.b().post_recv(h.peer_conn(), 0, make_recv(*d, uint64_t(d == &d0 ? 10 : d == &d1 ? 11 : 12))) ==
+                post_result::ok);
+    }
+    bool flagged_packet = false;
+    h.on_delivered = [&](const captured& p) {
+        flagged_packet |= p.to == 1 && is_data(p) && (p.view().flags & wire::bth_flag::solicited) != 0;
+    };
+    auto plain = make_wr(wr_opcode::send, src, d0, 1);
+    auto solicited = make_wr(wr_opcode::send_imm, src, d1, 2);
+    solicited.solicited = true;
+    auto write = make_wr(wr_opcode::write, src, d2, 3);
+    write.solicited = true; // a WRITE consumes no receive: nothing to flag
+    REQUIRE(h.a().post_send(c, plain, h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, write, h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, solicited, h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[1].size() == 2 && h.cq[0].size() == 3; }));
+    CHECK(flagged_packet);
+    CHECK(h.cq[1][0].wr_id == 10);
+    CHECK_FALSE(h.cq[1][0].solicited);
+    CHECK(h.cq[1][1].wr_id == 11);
+    CHECK(h.cq[1][1].solicited);
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+}

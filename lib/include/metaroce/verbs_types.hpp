@@ -40,6 +40,7 @@ struct send_wr {
     uint32_t rkey = 0;       // WRITE*/READ
     uint32_t imm = 0;        // *_IMM
     bool signaled = true;
+    bool solicited = false;  // SEND*, WRITE_IMM: the receive's completion is solicited
 };
 
 struct recv_wr {
@@ -73,6 +74,7 @@ struct completion {
     bool has_imm = false;
     uint32_t byte_len = 0;
     uint32_t imm = 0;
+    bool solicited = false;  // receives: the sender asked for a solicited event
 };
 
 // Why post_send/post_recv refused a request; nothing was queued when not ok.

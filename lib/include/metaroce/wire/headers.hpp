@@ -42,7 +42,8 @@ namespace bth_flag {
 inline constexpr uint16_t last = 1u << 0;     // last packet of its message
 inline constexpr uint16_t ack_req = 1u << 1;  // receiver should acknowledge now
 inline constexpr uint16_t retx = 1u << 2;     // this is a retransmission
-inline constexpr uint16_t known = last | ack_req | retx;
+inline constexpr uint16_t solicited = 1u << 3; // wake the receiver's application (Verbs solicited event)
+inline constexpr uint16_t known = last | ack_req | retx | solicited;
 } // namespace bth_flag
 
 // spec 3.1: base transport header, first in every packet.
