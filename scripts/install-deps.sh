@@ -3,13 +3,15 @@
 set -euo pipefail
 packages=(meson ninja-build pkg-config g++ python3
           libdpdk-dev dpdk dpdk-dev catch2 libspdlog-dev nlohmann-json3-dev
-          libibverbs-dev rdma-core ibverbs-utils
+          libibverbs-dev rdma-core ibverbs-utils perftest
           # scripts/fuzz.sh: clang, libFuzzer + sanitizer runtimes, llvm-symbolizer
           clang libclang-rt-14-dev llvm
           # scripts/kfabric.sh: namespaces, tc with BPF, and our BPF program's headers
           iproute2 libbpf-dev linux-libc-dev
           # the capture test: tshark decodes dpdk-dumpcap's capture with our dissector
-          tshark)
+          tshark
+          # scripts/verbs-bench.sh: the kernel's UDP and TCP figures beside metaroce's
+          iperf3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -21,5 +23,7 @@ echo "installing: ${missing[*]}"
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
+# iperf3 asks whether to run a system daemon: never (we start our own, on loopback).
+echo 'iperf3 iperf3/start_daemon boolean false' | "${sudo_cmd[@]}" debconf-set-selections
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,29 @@
+// The node configuration of the Verbs front end, from the environment (set by
+// metaroce-run) or a KEY=VALUE file named by METAROCE_CONFIG. Every key is documented
+// in drivers/verbs/README.md; the environment overrides the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace metaroce::verbs {
+
+struct settings {
+    std::vector<uint32_t> plane_addrs; // METAROCE_ADDR; empty: first free 127.0.0.N
+    uint16_t port = 4796;              // METAROCE_PORT
+    std::string backend = "udp";       // METAROCE_BACKEND
+    uint16_t mtu = 4096;               // METAROCE_MTU
+    uint16_t paths = 16;               // METAROCE_PATHS
+    uint16_t max_streams = 64;         // METAROCE_MAX_STREAMS: QPs per peer + 1
+    double test_drop_rate = 0;         // METAROCE_TEST_DROP (tests only)
+    bool log = false;                  // METAROCE_LOG=1: connection and binding log on stderr
+    std::string error;                 // non-empty: the configuration is unusable (why)
+};
+
+// Reads the configuration once per call (cheap; done at ibv_open_device).
+settings load_settings();
+
+std::string format_ipv4(uint32_t host_order);
+
+} // namespace metaroce::verbs
