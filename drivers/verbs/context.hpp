@@ -92,6 +92,8 @@ void emit(vcq& cq, const ibv_wc& wc, bool solicited = false);
 void post_async(vcontext& c, ibv_event_type type, void* obj) noexcept;
 void srq_refill(vcontext& c, vqp& q);
 uint64_t now_ns() noexcept;
+// metaroce_set_paths (verbs_ext.h): paths for contexts opened from now on; 0: settings.
+extern std::atomic<uint16_t> g_paths_override;
 
 // Binding internals (binding.cpp), called by drive().
 void on_conn_event(vcontext& c, const conn_event& e, uint64_t now_ns);

@@ -144,6 +144,9 @@ vcontext* open_context(std::string& err)
         err = c->st.error;
         return nullptr;
     }
+    if (const uint16_t paths = g_paths_override.load(); paths != 0) {
+        c->st.paths = paths; // metaroce_set_paths (verbs_ext.h)
+    }
     if (c->st.backend != "udp") {
         err = "METAROCE_BACKEND=" + c->st.backend +
               ": only the udp backend is available to Verbs programs in this build";
