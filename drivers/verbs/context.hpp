@@ -1,4 +1,4 @@
-// One opened metaroce0: a metaroce node (the core endpoint on the UDP backend), the
+// One opened metaroce0: a metaroce node (the core endpoint on a backend), the
 // progress thread that drives it, the connections shared by the QPs and the binding
 // of QPs to (connection, stream) pairs (doc/spec.md section 12).
 #pragma once
@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "udp/node.hpp"
+#include "verbs/backend.hpp"
 #include "verbs/objects.hpp"
 #include "verbs/settings.hpp"
 
@@ -40,7 +40,7 @@ struct vcontext {
     verbs_context vctx{};            // the application gets &vctx.context
     std::mutex mu;
     settings st;
-    std::unique_ptr<udp::node> node;
+    std::unique_ptr<backend> node;   // UDP sockets or DPDK ports (backend.hpp)
     std::vector<uint32_t> planes;    // plane addresses; [0] is the node address
     uint32_t addr = 0;
 

@@ -117,7 +117,7 @@ void fill_device_attr(const vcontext& c, ibv_device_attr& a)
     a.max_sge_rd = int(k_max_sge);
     a.max_cq = 1 << 16;
     a.max_cqe = 1 << 20;
-    a.max_mr = int(c.node->params().max_mrs) - 64; // the front end keeps a few
+    a.max_mr = int(c.node->max_mrs()) - 64; // the front end keeps a few
     a.max_pd = 1 << 16;
     a.max_qp_rd_atom = 16;
     a.max_res_rd_atom = 16 * 1024;

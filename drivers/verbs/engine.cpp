@@ -1,11 +1,14 @@
-// Context lifecycle and progress: one metaroce node per ibv_context, driven by a
-// progress thread and by the application's own ibv_poll_cq (both under c.mu: the
-// core endpoint is not thread-safe).
+// Context lifecycle and progress: one metaroce node per ibv_context (on the backend
+// METAROCE_BACKEND names, backend.hpp), driven by a progress thread and by the
+// application's own ibv_poll_cq (both under c.mu: the core endpoint is not
+// thread-safe).
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdarg>
 #include <cstdio>
@@ -23,46 +26,37 @@ namespace {
 constexpr uint32_t k_ctl_slot = 32;     // bytes per control slot
 constexpr uint32_t k_ctl_slots = 4096;  // slot 0 stays unused: the zero-length address
 
-std::unique_ptr<udp::node> make_node(vcontext& c, std::string& err)
+// Sleeps until woken (a post, a close), the next timer, or `max_ns`.
+void nap(vcontext& c, uint64_t next_timer, uint64_t now, uint64_t max_ns)
 {
-    udp::node_params p;
-    p.port = c.st.port;
-    p.transport.mtu = c.st.mtu;
-    p.transport.paths = c.st.paths;
-    p.transport.max_streams = c.st.max_streams;
-    p.test_drop_rate = c.st.test_drop_rate;
-    // A connection fails after the budget a Verbs requester with the usual settings
-    // (timeout 14, retry_cnt 7: 4.096 us * 2^14 * 8) gives its peer, not the core's
-    // fabric default of 100 ms: a process-based peer on a busy host can pause longer.
-    p.transport.fail_silence_ns = 537'000'000;
-    std::vector<std::vector<uint32_t>> tries;
-    if (!c.st.plane_addrs.empty()) {
-        tries.push_back(c.st.plane_addrs);
-    } else {
-        // No configuration: the first free loopback address, so two processes on one
-        // machine get distinct node addresses (the GID shows which).
-        for (uint32_t i = 1; i < 255; ++i) {
-            tries.push_back({(127u << 24) | i});
+    // Nanosecond timeout: ACK delays and RTOs are microseconds.
+    uint64_t sleep_ns = max_ns;
+    if (next_timer != k_no_deadline) {
+        sleep_ns = next_timer <= now ? 0 : std::min<uint64_t>(next_timer - now, sleep_ns);
+    }
+    const timespec ts{time_t(sleep_ns / 1'000'000'000), long(sleep_ns % 1'000'000'000)};
+    c.sleeping.store(true);
+    std::array<epoll_event, 4> ev;
+    const int n = epoll_pwait2(c.epfd, ev.data(), int(ev.size()), &ts, nullptr);
+    c.sleeping.store(false);
+    for (int i = 0; i < n; ++i) {
+        if (ev[size_t(i)].data.fd == c.wakefd) {
+            uint64_t v;
+            [[maybe_unused]] ssize_t r = read(c.wakefd, &v, sizeof v);
         }
     }
-    for (const auto& t : tries) {
-        p.plane_addrs = t;
-        try {
-            return std::make_unique<udp::node>(p);
-        } catch (const std::exception& e) {
-            err = e.what();
-            if (c.st.plane_addrs.empty() && err.find("in use") != std::string::npos) {
-                continue;
-            }
-            return nullptr;
-        }
-    }
-    return nullptr;
 }
 
 void progress_loop(vcontext* c)
 {
+    c->node->thread_start();
+    const bool poll_mode = c->node->wait_fd() < 0;
+    if (poll_mode) {
+        prctl(PR_SET_TIMERSLACK, 1000UL); // naps of microseconds, not the default 50 us more
+    }
     int spins = 0;
+    uint64_t idle_since = 0;
+    uint64_t nap_ns = 0;
     while (!c->stop.load(std::memory_order_relaxed)) {
         uint64_t next = k_no_deadline;
         bool busy = false;
@@ -79,38 +73,45 @@ void progress_loop(vcontext* c)
         }
         if (busy) {
             spins = 0;
+            idle_since = 0;
+            nap_ns = 0;
+            continue;
+        }
+        const uint64_t now = now_ns();
+        const bool app_polling = now - c->app_poll_ns.load(std::memory_order_relaxed) < 200'000;
+        if (poll_mode) {
+            // A DPDK port signals nothing: busy-poll while work is outstanding (unless
+            // the application's ibv_poll_cq drives) and for 200 us after the last
+            // packet; then nap, 10 us first, doubling to the backend's maximum.
+            if (idle_since == 0) {
+                idle_since = now;
+            }
+            if ((work && !app_polling) || now - idle_since < 200'000) {
+                continue;
+            }
+            nap_ns = std::min<uint64_t>(nap_ns == 0 ? 10'000 : nap_ns * 2, c->node->max_idle_nap_ns());
+            nap(*c, next, now, nap_ns);
             continue;
         }
         // Busy-poll a little while work is outstanding and the application is not
         // polling itself; then sleep on the sockets with the next timer as timeout.
-        const uint64_t now = now_ns();
-        const bool app_polling = now - c->app_poll_ns.load(std::memory_order_relaxed) < 200'000;
         if (work && !app_polling && ++spins < 200) {
             continue;
         }
         spins = 0;
-        // Nanosecond timeout: ACK delays and RTOs are microseconds.
-        uint64_t sleep_ns = 100'000'000;
-        if (next != k_no_deadline) {
-            sleep_ns = next <= now ? 0 : std::min<uint64_t>(next - now, sleep_ns);
-        }
-        const timespec ts{time_t(sleep_ns / 1'000'000'000), long(sleep_ns % 1'000'000'000)};
-        c->sleeping.store(true);
-        std::array<epoll_event, 4> ev;
-        const int n = epoll_pwait2(c->epfd, ev.data(), int(ev.size()), &ts, nullptr);
-        c->sleeping.store(false);
-        for (int i = 0; i < n; ++i) {
-            if (ev[size_t(i)].data.fd == c->wakefd) {
-                uint64_t v;
-                [[maybe_unused]] ssize_t r = read(c->wakefd, &v, sizeof v);
-            }
-        }
+        nap(*c, next, now, 100'000'000);
     }
+    c->node->thread_stop();
 }
 
 } // namespace
 
-uint64_t now_ns() noexcept { return udp::node::now_ns(); }
+uint64_t now_ns() noexcept
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1'000'000'000 + uint64_t(ts.tv_nsec);
+}
 
 void logf(const vcontext& c, const char* fmt, ...)
 {
@@ -147,17 +148,11 @@ vcontext* open_context(std::string& err)
     if (const uint16_t paths = g_paths_override.load(); paths != 0) {
         c->st.paths = paths; // metaroce_set_paths (verbs_ext.h)
     }
-    if (c->st.backend != "udp") {
-        err = "METAROCE_BACKEND=" + c->st.backend +
-              ": only the udp backend is available to Verbs programs in this build";
-        return nullptr;
-    }
-    c->node = make_node(*c, err);
+    c->node = make_backend(c->st, err);
     if (!c->node) {
-        err = "cannot start the UDP backend: " + err;
         return nullptr;
     }
-    c->planes = c->node->params().plane_addrs;
+    c->planes = c->node->plane_addrs();
     c->addr = c->planes[0];
     c->ctl_mem.assign(size_t(k_ctl_slot) * k_ctl_slots, 0);
     auto mr = c->node->ep().memory().register_region(c->ctl_mem.data(), c->ctl_mem.size(),
@@ -181,8 +176,10 @@ vcontext* open_context(std::string& err)
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = c->node->wait_fd();
-    epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->node->wait_fd(), &ev);
+    if (const int fd = c->node->wait_fd(); fd >= 0) {
+        ev.data.fd = fd;
+        epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
     ev.data.fd = c->wakefd;
     epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev);
 
@@ -213,6 +210,16 @@ void close_context(vcontext* c)
         const uint64_t settle = now_ns() + 3'000'000;
         while (now_ns() < settle) {
             drive(*c, now_ns());
+        }
+        const counters& k = c->node->ep().stats();
+        logf(*c, "closing: %llu packets sent (%llu data, %llu retransmitted, %llu RTOs), "
+             "%llu received (%llu duplicates, %llu RNR)",
+             (unsigned long long)k.tx_packets, (unsigned long long)k.tx_data_packets,
+             (unsigned long long)k.retransmits, (unsigned long long)k.timeouts,
+             (unsigned long long)k.rx_packets, (unsigned long long)k.rx_duplicates,
+             (unsigned long long)k.rx_rnr);
+        if (const std::string note = c->node->log_note(); !note.empty()) {
+            logf(*c, "closing: %s", note.c_str());
         }
         // No CLOSE: in Verbs a QP going away is invisible to its peer until the peer
         // sends (and times out), while a closed connection would flush the receives

@@ -34,7 +34,8 @@ ibv_mtu mtu_enum(uint16_t mtu)
 }
 
 // RoCE v2 addressing: the destination GID is an IPv4-mapped plane address of the
-// peer; its node address follows from our own plane layout (drivers/udp/node.hpp).
+// peer; its node address follows from our own plane layout (drivers/udp/node.hpp;
+// on DPDK the same +p*256 layout, drivers/dpdk/planes.hpp).
 int peer_from_ah(const vcontext& c, const ibv_ah_attr& ah, uint32_t& peer)
 {
     if (!ah.is_global || ah.grh.sgid_index >= c.planes.size()) {

@@ -64,6 +64,21 @@ void apply(settings& st, const std::string& key, const std::string& val)
             return bad("udp or dpdk");
         }
         st.backend = val;
+    } else if (key == "METAROCE_EAL") {
+        st.eal = val;
+    } else if (key == "METAROCE_DPDK_PORTS") {
+        st.dpdk_ports.clear();
+        std::stringstream ss(val);
+        std::string one;
+        while (std::getline(ss, one, ',')) {
+            if (!parse_uint(one, 1023, u)) {
+                return bad("a list of DPDK port ids (one per plane)");
+            }
+            st.dpdk_ports.push_back(uint16_t(u));
+        }
+        if (st.dpdk_ports.empty() || st.dpdk_ports.size() > 8) {
+            return bad("1..8 port ids");
+        }
     } else if (key == "METAROCE_MTU") {
         if (!parse_uint(val, 4096, u) || (u != 256 && u != 512 && u != 1024 && u != 2048 && u != 4096)) {
             return bad("256, 512, 1024, 2048 or 4096");
@@ -79,6 +94,11 @@ void apply(settings& st, const std::string& key, const std::string& val)
             return bad("2..4096");
         }
         st.max_streams = uint16_t(u);
+    } else if (key == "METAROCE_MIN_RTO_US") {
+        if (!parse_uint(val, 1'000'000, u) || u == 0) {
+            return bad("1..1000000 microseconds");
+        }
+        st.min_rto_us = uint32_t(u);
     } else if (key == "METAROCE_TEST_DROP") {
         char* end = nullptr;
         const double d = std::strtod(val.c_str(), &end);
@@ -93,7 +113,8 @@ void apply(settings& st, const std::string& key, const std::string& val)
 
 const char* const k_keys[] = {"METAROCE_ADDR", "METAROCE_PORT", "METAROCE_BACKEND",
                               "METAROCE_MTU", "METAROCE_PATHS", "METAROCE_MAX_STREAMS",
-                              "METAROCE_TEST_DROP", "METAROCE_LOG"};
+                              "METAROCE_TEST_DROP", "METAROCE_LOG", "METAROCE_EAL",
+                              "METAROCE_DPDK_PORTS", "METAROCE_MIN_RTO_US"};
 
 } // namespace
 
