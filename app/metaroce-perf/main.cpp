@@ -16,8 +16,11 @@
 #include "dpdk/node.hpp"
 #include "dpdk/stats_json.hpp"
 #include "options.hpp"
+#include "perf_io.hpp"
 #include "raw.hpp"
 #include "session.hpp"
+#include "transport_opts.hpp"
+#include "udp_backend.hpp"
 
 namespace metaroce::perf {
 std::atomic<bool> g_quit{false};
@@ -52,6 +55,11 @@ int main(int argc, char** argv)
             return 0;
         }
         const perf::options& o = *opts;
+        if (o.backend == perf::backend_kind::udp) {
+            rc = perf::run_udp(o, perf::run_info{});
+            dpdk::eal_cleanup();
+            return rc;
+        }
         if (o.pdump) {
             if (const std::string why = dpdk::enable_capture(); !why.empty() && dpdk::eal_has_hugepages()) {
                 std::fprintf(stderr, "metaroce-perf: packet capture off: %s\n", why.c_str());
@@ -77,16 +85,7 @@ int main(int argc, char** argv)
         }
         // A memif client waits for its server as long as the client waits for an answer.
         np.peer_wait_ms = o.timeout_s * 1000;
-        np.transport.mtu = o.mtu;
-        np.transport.paths = o.paths;
-        if (o.min_rto_us != 0) {
-            np.transport.min_rto_ns = uint64_t(o.min_rto_us) * 1000;
-            // A floor above the default ceiling raises the ceiling with it.
-            np.transport.max_rto_ns = std::max(np.transport.max_rto_ns, np.transport.min_rto_ns);
-        }
-        if (o.max_timeouts != 0) {
-            np.transport.max_timeouts = o.max_timeouts;
-        }
+        np.transport = perf::transport_from(o, np.transport);
         np.accept_incoming = !o.client;
         np.udp_csum_software = o.udp_csum_sw;
         np.max_connections = std::max<uint32_t>(64, o.qps * 2);
@@ -116,7 +115,8 @@ int main(int argc, char** argv)
                 info.transport = "raw UDP";
                 rc = perf::run_raw(n, o, info);
             } else {
-                perf::session s(n.w(), o, info);
+                perf::dpdk_io io(n.w());
+                perf::session s(io, o, info);
                 rc = s.run();
             }
         } catch (...) {

@@ -60,6 +60,7 @@ enum long_only : int {
     opt_max_timeouts,
     opt_gateway,
     opt_plane_log,
+    opt_backend,
 };
 
 // "aa:..:ff[,aa:..:ff...]": one unicast next-hop MAC per plane.
@@ -154,11 +155,15 @@ void print_usage(const char* prog)
         "      --no-verify        skip the end-of-run data check\n"
         "      --raw              baseline: stream (bw) or ping-pong (lat) bare UDP frames\n"
         "      --no-pdump         do not serve dpdk-dumpcap/dpdk-pdump capture requests\n"
-        "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2)\n"
+        "      --local ADDR       this node's plane-0 IPv4 (default 10.0.0.1 / 10.0.0.2;\n"
+        "                         --backend udp: 127.0.0.1 / 127.0.0.2)\n"
+        "      --backend B        dpdk (the EAL's ports, default) or udp (kernel UDP sockets on\n"
+        "                         the --local address, plane p at that + p x 256; no port needed)\n"
         "      --timeout SEC      give up after SEC s without progress (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
         "      --counters         print datapath and transport counters at exit\n"
-        "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000)\n"
+        "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000;\n"
+        "                         --backend udp: 20000 unless given)\n"
         "      --max-timeouts N   consecutive RTOs of a path before the connection fails\n"
         "      --gateway MAC[,MAC] next-hop router MAC per plane (routed fabric; else on-link)\n"
         "      --plane-log        print plane state changes and per-plane frames at exit\n"
@@ -207,6 +212,7 @@ std::optional<options> parse_options(int argc, char** argv)
         {"max-timeouts", required_argument, nullptr, opt_max_timeouts},
         {"gateway", required_argument, nullptr, opt_gateway},
         {"plane-log", no_argument, nullptr, opt_plane_log},
+        {"backend", required_argument, nullptr, opt_backend},
         {nullptr, 0, nullptr, 0},
     };
     options o;
@@ -313,6 +319,15 @@ std::optional<options> parse_options(int argc, char** argv)
             break;
         case opt_gateway: o.gateways = parse_gateways(optarg); break;
         case opt_plane_log: o.plane_log = true; break;
+        case opt_backend:
+            if (std::string(optarg) == "dpdk") {
+                o.backend = backend_kind::dpdk;
+            } else if (std::string(optarg) == "udp") {
+                o.backend = backend_kind::udp;
+            } else {
+                throw std::invalid_argument(std::string("--backend: '") + optarg + "': dpdk or udp");
+            }
+            break;
         case 'h': print_usage(argv[0]); return std::nullopt;
         case ':':
             throw std::invalid_argument(std::string("option ") + argv[optind - 1] +
@@ -336,7 +351,8 @@ std::optional<options> parse_options(int argc, char** argv)
         o.tx_depth = o.is_bw() ? 128 : 1;
     }
     if (o.local_addr == 0) {
-        o.local_addr = o.client ? 0x0a000002u : 0x0a000001u;
+        const uint32_t net = o.backend == backend_kind::udp ? 0x7f000000u : 0x0a000000u;
+        o.local_addr = net | (o.client ? 2u : 1u);
     }
     if (o.client && o.server_addr == o.local_addr) {
         throw std::invalid_argument("the server address equals this node's address " +

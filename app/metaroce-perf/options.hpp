@@ -17,6 +17,9 @@ using engines::test_name;
 // perftest's --output: the full report or just one number per size.
 enum class output_kind { full, bandwidth, latency, message_rate };
 
+// --backend: DPDK ports (the EAL's) or kernel UDP sockets (drivers/udp).
+enum class backend_kind { dpdk, udp };
+
 // perftest writes JSON here when --out_json is given without --out_json_file.
 inline constexpr const char* k_default_json_file = "perftest_out.json";
 
@@ -24,7 +27,8 @@ struct options {
     test_kind test = test_kind::write_bw;
     bool client = false;
     uint32_t server_addr = 0;      // client: the server's node address
-    uint32_t local_addr = 0;       // 0: 10.0.0.1 (server) / 10.0.0.2 (client)
+    uint32_t local_addr = 0;       // 0: 10.0.0.1 (server) / 10.0.0.2 (client); udp: 127.0.0.x
+    backend_kind backend = backend_kind::dpdk;
     uint64_t size = 0;             // 0: perftest default (65536 bw, 2 lat)
     bool all_sizes = false;        // -a: 2 B .. 8 MiB
     uint64_t iters = 0;            // 0: perftest default (5000 bw, 1000 lat)

@@ -14,8 +14,8 @@ extern std::atomic<bool> g_quit;
 
 using namespace engines;
 
-session::session(dpdk::worker& w, const options& o, const run_info& info)
-    : w_(w), ep_(w.ep()), o_(o), info_(info)
+session::session(perf_io& io, const options& o, const run_info& info)
+    : w_(io), ep_(io.ep()), o_(o), info_(info)
 {
     ctrl_buf_ = dpdk::eal_buffer("perf_ctrl", ctrl_channel::k_bytes, -1);
     auto mr = ep_.memory().register_region(ctrl_buf_.data(), ctrl_buf_.size(), access::local_write);
@@ -94,10 +94,10 @@ void session::wait(const std::function<bool()>& done, const char* what)
     // 8 MiB -a step takes long on a software link) while frames keep arriving.
     const uint64_t span = uint64_t(o_.timeout_s) * 1'000'000'000ull;
     uint64_t deadline = clk_.now_ns() + span;
-    uint64_t frames = w_.counters().rx_frames;
+    uint64_t frames = w_.rx_frames();
     while (!done()) {
         step();
-        if (const uint64_t f = w_.counters().rx_frames; f != frames) {
+        if (const uint64_t f = w_.rx_frames(); f != frames) {
             frames = f;
             deadline = now_ + span;
         }

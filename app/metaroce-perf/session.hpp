@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "dpdk/eal.hpp"
-#include "dpdk/worker.hpp"
 #include "engines/ctrl_channel.hpp"
 #include "engines/engine.hpp"
 #include "engines/run_protocol.hpp"
 #include "options.hpp"
+#include "perf_io.hpp"
 #include "report.hpp"
 
 namespace metaroce::perf {
 
 class session {
 public:
-    session(dpdk::worker& w, const options& o, const run_info& info);
+    session(perf_io& io, const options& o, const run_info& info);
     // Runs the whole test; returns the process exit code.
     int run() { return o_.client ? run_client() : run_server(); }
 
@@ -62,7 +62,7 @@ private:
     void serve_start(const engines::ctrl_msg& start);
     void wait_client_gone();
 
-    dpdk::worker& w_;
+    perf_io& w_; // DPDK ports or kernel UDP (perf_io.hpp)
     endpoint& ep_;
     options o_;
     run_info info_;

@@ -1,0 +1,133 @@
+#include "udp_backend.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+
+#include <poll.h>
+#include <time.h>
+
+#include <nlohmann/json.hpp>
+
+#include "dpdk/eal.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/stats_json.hpp"
+#include "perf_io.hpp"
+#include "session.hpp"
+#include "transport_opts.hpp"
+#include "udp/node.hpp"
+
+namespace metaroce::perf {
+
+namespace {
+
+// Busy-polls while there is work, then sleeps on the sockets until a datagram or the
+// next timer (at most 1 ms, so -D and --timeout stay on time). Spinning without end
+// made both processes of a pair compete for the cores with everything else: the peer's
+// ACKs came late and the 5 ms RTO fired hundreds of times a second on 2 shared cores.
+class udp_io final : public perf_io {
+public:
+    explicit udp_io(udp::node& n) : n_(n) {}
+    endpoint& ep() noexcept override { return n_.ep(); }
+    void poll(uint64_t now_ns) override
+    {
+        if (n_.poll(now_ns) || n_.counters().tx_would_block != would_block_) {
+            would_block_ = n_.counters().tx_would_block; // a full socket: retry at once
+            idle_ = 0;
+            return;
+        }
+        if (++idle_ < k_idle_passes) {
+            return;
+        }
+        idle_ = 0;
+        // The endpoint's timers run on the session's clock, not the node's: wait here.
+        const uint64_t next = n_.ep().next_timer();
+        if (next <= now_ns) {
+            return;
+        }
+        const uint64_t t = std::min<uint64_t>(next - now_ns, 1'000'000);
+        pollfd pfd{n_.wait_fd(), POLLIN, 0};
+        const timespec ts{0, long(t)};
+        (void)ppoll(&pfd, 1, &ts, nullptr);
+    }
+    void flush() noexcept override
+    {
+        // The node sends as it polls; a few passes hand the kernel what is queued.
+        for (int i = 0; i < 16 && n_.poll(clk_.now_ns()); ++i) {
+        }
+    }
+    uint32_t node() const noexcept override { return n_.params().plane_addrs[0]; }
+    uint64_t rx_frames() const noexcept override { return n_.counters().rx_datagrams; }
+
+private:
+    static constexpr int k_idle_passes = 200; // ~ the verbs progress thread's spin
+    udp::node& n_;
+    int idle_ = 0;
+    uint64_t would_block_ = 0;
+    dpdk::tsc_clock clk_; // the session's clock: the endpoint's timers run on it
+};
+
+void refuse_dpdk_only(const options& o)
+{
+    const char* what = o.raw ? "--raw" : !o.gateways.empty() ? "--gateway" : o.plane_log ? "--plane-log"
+                     : o.udp_csum_sw ? "--udp-csum" : nullptr;
+    if (what != nullptr) {
+        throw std::invalid_argument(std::string(what) + " needs DPDK ports; drop it or use --backend dpdk");
+    }
+}
+
+nlohmann::json to_json(const udp::udp_counters& c)
+{
+    return {{"rx_datagrams", c.rx_datagrams}, {"rx_bytes", c.rx_bytes},
+            {"rx_kernel_drops", c.rx_kernel_drops}, {"rx_ce", c.rx_ce},
+            {"rx_malformed", c.rx_malformed}, {"rx_gro_runs", c.rx_gro_runs},
+            {"tx_datagrams", c.tx_datagrams}, {"tx_bytes", c.tx_bytes},
+            {"tx_gso_sends", c.tx_gso_sends}, {"tx_would_block", c.tx_would_block},
+            {"tx_errors", c.tx_errors}, {"sport_sockets", c.sport_sockets}};
+}
+
+} // namespace
+
+int run_udp(const options& o, run_info info)
+{
+    refuse_dpdk_only(o);
+    udp::node_params np;
+    for (uint32_t p = 0; p < o.planes; ++p) {
+        np.plane_addrs.push_back(o.local_addr + (p << 8));
+    }
+    transport_config base = udp::kernel_udp_transport();
+    // 128 x 64 KiB in flight drain in ~7 ms at 10 Gb/s, longer while a process of the
+    // pair is descheduled: the 5 ms floor fired ~300 spurious RTOs a second and failed
+    // 1 run in 3 on 2 shared cores (write_bw -D 3); 20 ms gave none and 4x the rate.
+    base.min_rto_ns = std::max<uint64_t>(base.min_rto_ns, 20'000'000);
+    base.max_rto_ns = std::max(base.max_rto_ns, base.min_rto_ns);
+    np.transport = transport_from(o, base);
+    np.accept_incoming = !o.client;
+    np.max_connections = std::max<uint32_t>(64, o.qps * 2);
+    udp::node n(np); // throws with the reason (address not local, in use, ...)
+    info.device = "udp:" + dpdk::format_ipv4(o.local_addr);
+    info.planes = o.planes;
+    info.paths = o.paths;
+    int rc = 1;
+    std::exception_ptr failure;
+    try {
+        udp_io io(n);
+        session s(io, o, info);
+        rc = s.run();
+    } catch (...) {
+        failure = std::current_exception();
+    }
+    if (o.show_counters) { // on failure too: that is when they matter
+        nlohmann::json j;
+        j["udp"] = to_json(n.counters());
+        j["transport"] = dpdk::to_json(n.ep().stats());
+        std::fprintf(stderr, "%s\n", j.dump(1).c_str());
+    }
+    if (failure) {
+        std::rethrow_exception(failure);
+    }
+    return rc;
+}
+
+} // namespace metaroce::perf
