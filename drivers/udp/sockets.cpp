@@ -113,6 +113,13 @@ void set_ect0(int fd)
     if (setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof tos) != 0) {
         fail("setsockopt IP_TOS", errno);
     }
+    // DF on every datagram (spec 2.1). The default (PMTUDISC_WANT) sets it only on an
+    // skb that fits the route MTU, which a UDP_SEGMENT send never does: its segments
+    // would leave without DF.
+    const int pmtu = IP_PMTUDISC_DO;
+    if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) != 0) {
+        fail("setsockopt IP_MTU_DISCOVER", errno);
+    }
 }
 
 unique_fd::~unique_fd()

@@ -21,7 +21,7 @@ void enable_rx_meta(int fd);
 // Receive coalesced runs (UDP_GRO); false if the kernel has no UDP GRO.
 bool enable_gro(int fd) noexcept;
 // Send side: ECT(0) in every datagram's IP header.
-void set_ect0(int fd);
+void set_ect0(int fd); // and DF (spec 2.1), GSO segments included
 
 // A fd that closes itself.
 class unique_fd {
