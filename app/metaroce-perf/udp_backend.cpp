@@ -101,7 +101,7 @@ int run_udp(const options& o, run_info info)
     // pair is descheduled: the 5 ms floor fired ~300 spurious RTOs a second and failed
     // 1 run in 3 on 2 shared cores (write_bw -D 3); 20 ms gave none and 4x the rate.
     base.min_rto_ns = std::max<uint64_t>(base.min_rto_ns, 20'000'000);
-    base.max_rto_ns = std::max(base.max_rto_ns, base.min_rto_ns);
+    base.max_rto_ns = std::max(base.max_rto_ns, base.min_rto_ns << base.max_backoff_shift); // room to back off
     np.transport = transport_from(o, base);
     np.accept_incoming = !o.client;
     np.max_connections = std::max<uint32_t>(64, o.qps * 2);

@@ -109,7 +109,8 @@ void application::control_loop()
 {
     while (!ctrl_quit_.load()) {
         for (size_t p = 0; p < cfg_.ports.size(); ++p) {
-            link_down_[p].store(!dpdk::port_link_up(cfg_.ports[p]));
+            // The udp backend's planes are local addresses: no link to watch.
+            link_down_[p].store(!cfg_.udp && !dpdk::port_link_up(cfg_.ports[p]));
         }
         publish_planes();
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -176,7 +177,7 @@ std::string application::planes_json()
     nlohmann::json j = nlohmann::json::object();
     const auto& caps = dp_->ports();
     for (size_t p = 0; p < cfg_.ports.size(); ++p) {
-        j[std::to_string(p)] = {{"port", cfg_.ports[p]},
+        j[std::to_string(p)] = {{"port", cfg_.udp ? p : cfg_.ports[p]},
                                 {"name", caps[p].name},
                                 {"address", dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p)))},
                                 {"link_up", !link_down_[p].load()},

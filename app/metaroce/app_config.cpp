@@ -94,7 +94,17 @@ app_config parse_config(const std::string& text, const std::string& origin)
     app_config c;
     check_keys(j, origin, "top level",
                {"address", "ports", "peers", "lcores", "transport", "mbufs", "max_connections",
-                "udp_checksum_software", "engine"});
+                "udp_checksum_software", "engine", "backend", "udp_port"});
+    if (j.contains("backend")) {
+        const json& b = j["backend"];
+        if (b != "dpdk" && b != "udp") {
+            bad(origin, "backend", "expected \"dpdk\" or \"udp\", got " + b.dump());
+        }
+        c.udp = b == "udp";
+    }
+    if (j.contains("udp_port")) {
+        c.udp_port = uint16_t(get_uint(j["udp_port"], origin, "udp_port", 1, 65535));
+    }
     if (j.contains("address")) {
         c.address = get_ipv4(j["address"], origin, "address");
     }
@@ -273,6 +283,19 @@ void check_ports(const app_config& c, const std::string& origin)
         const std::string have = dpdk::unused_ports({});
         bad(origin, where, port + "; the EAL has " + (have.empty() ? "no ports" : "port(s) " + have) +
                                " (add a --vdev or -a for each plane)");
+    }
+}
+
+void check_udp(const app_config& c, const std::string& origin)
+{
+    for (size_t i = 0; i < c.gateways.size(); ++i) {
+        if (c.gateways[i]) {
+            bad(origin, "ports[" + std::to_string(i) + "].gateway",
+                "needs the dpdk backend (on udp the kernel routes; drop it or use --backend dpdk)");
+        }
+    }
+    if (!c.peers.empty()) {
+        bad(origin, "peers", "static MACs need the dpdk backend (on udp the kernel resolves; drop them)");
     }
 }
 

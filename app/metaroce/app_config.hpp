@@ -25,6 +25,10 @@ struct app_config {
     bool udp_checksum_software = false;
     uint64_t message_size = 65536;         // for the forwarding engines
     uint32_t tx_depth = 64;
+    // "backend": "udp" (or --backend udp): kernel UDP sockets on the planes' addresses
+    // (plane_ip(address, p), one plane per "ports" entry) instead of DPDK ports.
+    bool udp = false;
+    uint16_t udp_port = 4796;              // "udp_port": listen/destination port on udp
 };
 
 // Throws std::invalid_argument naming the file, the JSON path and what is wrong.
@@ -33,5 +37,7 @@ app_config parse_config(const std::string& text, const std::string& origin);
 // After EAL init: every configured port exists (else std::invalid_argument naming the
 // key and, for a --vdev that failed to probe, why).
 void check_ports(const app_config& c, const std::string& origin);
+// For the udp backend: refuses what needs DPDK ports (gateways, static peers' MACs).
+void check_udp(const app_config& c, const std::string& origin);
 
 } // namespace metaroce::app

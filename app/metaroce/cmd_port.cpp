@@ -46,10 +46,22 @@ uint64_t rate(uint64_t now_v, uint64_t then_v, uint64_t ns)
     return ns == 0 || now_v < then_v ? 0 : uint64_t(double(now_v - then_v) * 1e9 / double(ns));
 }
 
+// The port commands read DPDK ethdev counters; --backend udp has no ports.
+bool refuse_on_udp(const app_config& c, const char* what)
+{
+    if (c.udp) {
+        std::printf("%s: not on the udp backend (no DPDK ports; see 'show planes' and 'show stats')\n", what);
+    }
+    return c.udp;
+}
+
 } // namespace
 
 void application::show_port_info(const args& a)
 {
+    if (refuse_on_udp(cfg_, "show port info")) {
+        return;
+    }
     for (uint16_t p : pick_ports(a, cfg_.ports, "show port info all|<port>")) {
         rte_eth_dev_info di{};
         rte_eth_dev_info_get(p, &di);
@@ -91,6 +103,9 @@ void application::show_port_info(const args& a)
 
 void application::show_port_stats(const args& a)
 {
+    if (refuse_on_udp(cfg_, "show port stats")) {
+        return;
+    }
     for (uint16_t p : pick_ports(a, cfg_.ports, "show port stats all|<port>")) {
         rte_eth_stats s{};
         rte_eth_stats_get(p, &s);
@@ -118,6 +133,9 @@ void application::show_port_stats(const args& a)
 
 void application::clear_port_stats(const args& a)
 {
+    if (refuse_on_udp(cfg_, "clear port stats")) {
+        return;
+    }
     for (uint16_t p : pick_ports(a, cfg_.ports, "clear port stats all|<port>")) {
         rte_eth_stats_reset(p);
         rate_marks_[p] = {};

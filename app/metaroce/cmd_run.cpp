@@ -204,7 +204,9 @@ void application::cmd_stop(const args& a)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     for (uint16_t p : cfg_.ports) {
-        print_port_block(p);
+        if (!cfg_.udp) { // no ethdev counters on the udp backend
+            print_port_block(p);
+        }
     }
     const double secs = double(r.stop_ns - r.start_ns) / 1e9;
     std::printf("  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++\n");
@@ -240,7 +242,9 @@ void application::show_fwd_stats(const args& a)
         k = dp_->engines().test();
     });
     for (uint16_t p : cfg_.ports) {
-        print_port_block(p);
+        if (!cfg_.udp) { // no ethdev counters on the udp backend
+            print_port_block(p);
+        }
     }
     std::printf("  +++++++++++++++ Accumulated forward statistics for all ports+++++++++++++++\n");
     std::printf("  RX-packets: %-14llu RX-dropped: %-14llu RX-total: %llu\n", (unsigned long long)w.rx_frames,
@@ -258,7 +262,9 @@ void application::clear_stats(const args& a)
         usage_error("clear stats", "expected 'stats'");
     }
     for (uint16_t p : cfg_.ports) {
-        rte_eth_stats_reset(p);
+        if (!cfg_.udp) {
+            rte_eth_stats_reset(p);
+        }
     }
     dp_->call([&] {
         dp_->w().clear_counters();

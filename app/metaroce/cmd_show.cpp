@@ -17,6 +17,9 @@ void application::show_config(const args& a)
     }
     const transport_config& t = cfg_.transport;
     std::printf("  node address: %s\n", dpdk::format_ipv4(cfg_.address).c_str());
+    if (cfg_.udp) {
+        std::printf("  backend: udp (kernel sockets, port %u)\n", cfg_.udp_port);
+    }
     for (size_t p = 0; p < cfg_.ports.size(); ++p) {
         const bool routed = p < cfg_.gateways.size() && cfg_.gateways[p].has_value();
         std::printf("  plane %zu: port %u, address %s, %s\n", p, cfg_.ports[p],

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "engines/wr_tag.hpp"
+#include "udp_dp_io.hpp"
 
 namespace metaroce::app {
 
@@ -14,6 +15,11 @@ constexpr size_t k_user_cq_max = 4096; // completions "show cq" has not taken ye
 
 datapath::datapath(const app_config& cfg, const dpdk::plane_admin* admin)
 {
+    if (cfg.udp) {
+        io_ = make_udp_dp_io(cfg);
+        host_ = std::make_unique<engine_host>(io_->ep(), cfg);
+        return;
+    }
     dpdk::node_params np;
     np.node_addr = cfg.address;
     np.ports = cfg.ports;
@@ -25,15 +31,15 @@ datapath::datapath(const app_config& cfg, const dpdk::plane_admin* admin)
     np.gateways = cfg.gateways;
     np.admin = admin;
     np.max_connections = cfg.max_connections;
-    node_ = std::make_unique<dpdk::node>(np);
-    host_ = std::make_unique<engine_host>(node_->w().ep(), cfg);
+    io_ = std::make_unique<dpdk_dp_io>(np);
+    host_ = std::make_unique<engine_host>(io_->ep(), cfg);
 }
 
 datapath::~datapath()
 {
     quit_and_wait();
     host_.reset();
-    node_.reset();
+    io_.reset();
 }
 
 void datapath::launch(unsigned lcore)
@@ -72,11 +78,11 @@ int datapath::loop()
 {
     std::array<conn_event, 16> ev;
     std::array<completion, 64> cq;
-    dpdk::worker& wk = node_->w();
-    endpoint& ep = wk.ep();
+    dp_io& io = *io_;
+    endpoint& ep = io.ep();
     while (!quit_.load(std::memory_order_relaxed)) {
         const uint64_t now = clk_.now_ns();
-        wk.poll(now);
+        io.poll(now);
         for (size_t n = ep.poll_events(ev), i = 0; i < n; ++i) {
             host_->on_event(ev[i], now);
         }
@@ -91,7 +97,7 @@ int datapath::loop()
         mailbox_.drain();
     }
     mailbox_.drain();
-    wk.flush();
+    io.flush();
     return 0;
 }
 

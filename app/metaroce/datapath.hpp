@@ -2,8 +2,8 @@
 // engines ("set fwd" / "start", and serving the peers' tests) and the mailbox through
 // which the prompt, the control thread and telemetry run code here.
 //
-//   loop: worker.poll -> connection events -> completions (to the engines, or kept for
-//         "show cq") -> engines pump -> mailbox
+//   loop: io.poll (DPDK worker or UDP sockets, dp_io.hpp) -> connection events ->
+//         completions (to the engines, or kept for "show cq") -> engines pump -> mailbox
 #pragma once
 
 #include <atomic>
@@ -14,7 +14,7 @@
 
 #include "app_config.hpp"
 #include "dpdk/eal.hpp"
-#include "dpdk/node.hpp"
+#include "dp_io.hpp"
 #include "engine_host.hpp"
 #include "mailbox.hpp"
 
@@ -34,8 +34,8 @@ public:
     bool call(std::function<void()> fn, uint64_t timeout_ms = 2000);
 
     // --- only from inside call() (lcore context) ---
-    dpdk::worker& w() noexcept { return node_->w(); }
-    const std::vector<dpdk::port_caps>& ports() const noexcept { return node_->ports(); }
+    dp_io& w() noexcept { return *io_; } // the packet I/O: DPDK ports or UDP sockets
+    const std::vector<dpdk::port_caps>& ports() const noexcept { return io_->ports(); }
     engine_host& engines() noexcept { return *host_; }
     uint64_t now_ns() const noexcept { return clk_.now_ns(); }
     // Requests the prompt posts ("post send/recv") carry this wr_id; their completions
@@ -48,7 +48,7 @@ private:
     int loop();
     void on_completion(const completion& c, uint64_t now_ns);
 
-    std::unique_ptr<dpdk::node> node_;
+    std::unique_ptr<dp_io> io_;
     std::unique_ptr<engine_host> host_;
     dpdk::tsc_clock clk_;
     mailbox mailbox_;

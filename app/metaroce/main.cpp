@@ -11,6 +11,7 @@
 
 #include "app.hpp"
 #include "prompt.hpp"
+#include "udp_dp_io.hpp"
 #include "dpdk/capture.hpp"
 #include "dpdk/diagnose.hpp"
 #include "dpdk/eal.hpp"
@@ -22,11 +23,14 @@ std::atomic<bool> g_stop{false};
 void usage(const char* prog)
 {
     std::printf("Usage: %s [EAL options] -- [--config FILE] [-i] [-a] [--fwd ENGINE]\n"
+                "                 [--backend dpdk|udp]\n"
                 "  --config FILE  JSON configuration (config/*.json)\n"
                 "  -i             interactive prompt\n"
                 "  -a             start forwarding right away\n"
                 "  --fwd ENGINE   write_bw|send_bw|read_bw|write_lat|send_lat\n"
                 "  --connect ADDR open a connection at start\n"
+                "  --backend B    dpdk (ports, the default) or udp (kernel sockets on the planes'\n"
+                "                 addresses; run the EAL with --no-huge and no ports)\n"
                 "  --no-pdump     do not serve dpdk-dumpcap/dpdk-pdump capture requests\n",
                 prog);
 }
@@ -56,6 +60,7 @@ int main(int argc, char** argv)
         std::string config_path;
         std::string fwd;
         std::string connect_to;
+        std::string backend;
         bool interactive = false;
         bool autostart = false;
         bool pdump = true;
@@ -63,6 +68,7 @@ int main(int argc, char** argv)
                                        {"no-pdump", no_argument, nullptr, 'P'},
                                        {"fwd", required_argument, nullptr, 'f'},
                                        {"connect", required_argument, nullptr, 'C'},
+                                       {"backend", required_argument, nullptr, 'B'},
                                        {"help", no_argument, nullptr, 'h'},
                                        {nullptr, 0, nullptr, 0}};
         optind = 0;
@@ -72,6 +78,7 @@ int main(int argc, char** argv)
             case 'c': config_path = optarg; break;
             case 'f': fwd = optarg; break;
             case 'C': connect_to = optarg; break;
+            case 'B': backend = optarg; break;
             case 'i': interactive = true; break;
             case 'P': pdump = false; break;
             case 'a': autostart = true; break;
@@ -88,8 +95,20 @@ int main(int argc, char** argv)
             cfg = app::load_config(config_path);
         }
         const std::string origin = config_path.empty() ? "the default configuration" : config_path;
-        app::check_ports(cfg, origin);
-        if (const std::string extra = dpdk::unused_ports(cfg.ports); !extra.empty()) {
+        if (!backend.empty() && backend != "dpdk" && backend != "udp") {
+            throw std::invalid_argument("--backend " + backend + ": expected dpdk or udp");
+        }
+        if (!backend.empty()) {
+            cfg.udp = backend == "udp";
+        }
+        if (cfg.udp) {
+            app::check_udp(cfg, origin);
+            cfg.transport = app::udp_transport(cfg.transport);
+            pdump = false;
+        } else {
+            app::check_ports(cfg, origin);
+        }
+        if (const std::string extra = cfg.udp ? "" : dpdk::unused_ports(cfg.ports); !extra.empty()) {
             std::string used;
             for (uint16_t p : cfg.ports) {
                 used += (used.empty() ? "" : ", ") + std::to_string(p);
@@ -104,8 +123,9 @@ int main(int argc, char** argv)
             }
         }
         app::application a(cfg);
-        std::printf("metaroce: node %s, %zu plane(s), datapath on lcore %u\n",
-                    dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.dp().lcore());
+        std::printf("metaroce: node %s, %zu plane(s), datapath on lcore %u%s\n",
+                    dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.dp().lcore(),
+                    cfg.udp ? ", udp backend" : "");
         std::fflush(stdout);
         if (!fwd.empty()) {
             a.execute("set fwd " + fwd);
