@@ -11,7 +11,9 @@ packages=(meson ninja-build pkg-config g++ python3
           # the capture test: tshark decodes dpdk-dumpcap's capture with our dissector
           tshark
           # scripts/verbs-bench.sh: the kernel's UDP and TCP figures beside metaroce's
-          iperf3)
+          iperf3
+          # test/interop: the kernel side's veth computes checksums and segments (tx off)
+          ethtool)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
