@@ -11,6 +11,7 @@
 
 #include "dpdk/eal.hpp"
 #include "dpdk/encap.hpp"
+#include "dpdk/link_guard.hpp" // the bursts hold memif's peer handling off
 #include "dpdk/planes.hpp"
 #include "metaroce/wire/codec.hpp"
 
@@ -76,7 +77,7 @@ void send_all(raw_port& p, rte_mbuf** pkts, uint16_t n)
 {
     uint16_t sent = 0;
     while (sent < n && !g_quit.load(std::memory_order_relaxed)) {
-        sent += rte_eth_tx_burst(p.port, 0, pkts + sent, uint16_t(n - sent));
+        sent += dpdk::link_guard::tx_burst(p.port, 0, pkts + sent, uint16_t(n - sent));
     }
     rte_pktmbuf_free_bulk(pkts + sent, n - sent);
 }
@@ -104,7 +105,7 @@ int raw_bw_client(raw_port& p, const options& o, size_t payload, size_t frame)
             }
             ++n;
         }
-        const uint16_t took = rte_eth_tx_burst(p.port, 0, pkts.data(), n);
+        const uint16_t took = dpdk::link_guard::tx_burst(p.port, 0, pkts.data(), n);
         rte_pktmbuf_free_bulk(pkts.data() + took, n - took);
         sent += took;
     }
@@ -140,7 +141,7 @@ int raw_bw_server(raw_port& p, const options& o, size_t frame)
     const uint64_t deadline = p.clk.now_ns() + (uint64_t(o.timeout_s) + o.duration_s) * 1'000'000'000ull;
     bool done = false;
     while (!done && !g_quit.load(std::memory_order_relaxed) && p.clk.now_ns() < deadline) {
-        const uint16_t n = rte_eth_rx_burst(p.port, 0, pkts.data(), k_raw_burst);
+        const uint16_t n = dpdk::link_guard::rx_burst(p.port, 0, pkts.data(), k_raw_burst);
         const uint64_t now = n != 0 ? p.clk.now_ns() : 0;
         for (uint16_t i = 0; i < n; ++i) {
             raw_kind k;
@@ -199,7 +200,7 @@ int raw_lat(raw_port& p, const options& o, size_t payload)
             if (g_quit.load(std::memory_order_relaxed) || p.clk.now_ns() > deadline + (o.client ? 0 : 3'600'000'000'000ull)) {
                 throw std::runtime_error("raw: timed out waiting for the peer");
             }
-            const uint16_t n = rte_eth_rx_burst(p.port, 0, pkts.data(), k_raw_burst);
+            const uint16_t n = dpdk::link_guard::rx_burst(p.port, 0, pkts.data(), k_raw_burst);
             for (uint16_t j = 0; j < n; ++j) {
                 raw_kind k;
                 uint64_t seq;

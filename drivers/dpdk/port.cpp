@@ -13,6 +13,7 @@
 
 #include "dpdk/diagnose.hpp"
 #include "dpdk/eal.hpp"
+#include "dpdk/link_guard.hpp"
 
 namespace metaroce::dpdk {
 
@@ -25,6 +26,20 @@ void check(int rc, uint16_t port_id, const char* what)
     }
 }
 
+// Start and stop touch what memif's peer handling changes on the interrupt thread:
+// run them with that handling held off (link_guard.hpp).
+int start_guarded(uint16_t port_id)
+{
+    const link_guard::section in(link_guard::section::wait);
+    return rte_eth_dev_start(port_id);
+}
+
+void stop_guarded(uint16_t port_id)
+{
+    const link_guard::section in(link_guard::section::wait);
+    rte_eth_dev_stop(port_id);
+}
+
 // A memif client starts only once its server listens (rte_eth_dev_start fails with
 // EPERM until then): wait for it, bounded, as perftest's client retries its server.
 // Retry at once when a listener shows up, else once a second (each failed try logs).
@@ -35,7 +50,7 @@ void start_port(uint16_t port_id, const std::string& name, uint32_t wait_ms)
     char waited[32];
     std::snprintf(waited, sizeof waited, "%.1f s", wait_ms / 1000.0);
     bool told = false;
-    int rc = rte_eth_dev_start(port_id);
+    int rc = start_guarded(port_id);
     for (auto last = clock::now(); rc != 0;) {
         const auto peer = memif_client_peer(port_id);
         if (!peer) {
@@ -54,7 +69,7 @@ void start_port(uint16_t port_id, const std::string& name, uint32_t wait_ms)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (memif_client_peer(port_id)->listening || clock::now() - last >= std::chrono::seconds(1) ||
             clock::now() >= until) {
-            rc = rte_eth_dev_start(port_id);
+            rc = start_guarded(port_id);
             last = clock::now();
         }
     }
@@ -72,8 +87,8 @@ void start_port(uint16_t port_id, const std::string& name, uint32_t wait_ms)
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         if (clock::now() - last >= std::chrono::milliseconds(500)) {
-            rte_eth_dev_stop(port_id);
-            rte_eth_dev_start(port_id);
+            stop_guarded(port_id);
+            start_guarded(port_id);
             last = clock::now();
         }
     }
@@ -178,7 +193,14 @@ port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
         check(rte_eth_tx_queue_setup(port_id, q, txd, uint32_t(caps.socket), &txq), port_id,
               "rte_eth_tx_queue_setup");
     }
-    start_port(port_id, caps.name, p.peer_wait_ms);
+    // From here the peer can connect: memif's handling of it waits for our bursts.
+    link_guard::port_opened(port_id, caps.driver == "net_memif");
+    try {
+        start_port(port_id, caps.name, p.peer_wait_ms);
+    } catch (...) {
+        link_guard::port_closed(port_id);
+        throw;
+    }
     rte_eth_promiscuous_enable(port_id); // peers may address us before learning our MAC
 
     rte_ether_addr mac{};
@@ -189,8 +211,13 @@ port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
 
 void stop_port(uint16_t port_id) noexcept
 {
-    rte_eth_dev_stop(port_id);
-    rte_eth_dev_close(port_id);
+    {
+        // Not while memif handles its peer's disconnect: both tear the rings down.
+        const link_guard::section in(link_guard::section::wait);
+        rte_eth_dev_stop(port_id);
+        rte_eth_dev_close(port_id);
+    }
+    link_guard::port_closed(port_id);
 }
 
 bool port_link_up(uint16_t port_id) noexcept

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "dpdk/eal.hpp"
+#include "dpdk/link_guard.hpp"
 #include "metaroce/wire/headers.hpp"
 
 namespace metaroce::dpdk {
@@ -59,6 +60,11 @@ bool worker::poll(uint64_t now_ns)
         ctr_.max_poll_gap_ns = std::max(ctr_.max_poll_gap_ns, now_ns - last_poll_ns_);
     }
     last_poll_ns_ = now_ns;
+    // Bursts only while memif's peer handling is held off (link_guard.hpp).
+    const link_guard::section io_ok;
+    if (!io_ok) {
+        return false;
+    }
     const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget);
     if (r.timers) {
         ++ctr_.timer_calls;
@@ -368,6 +374,7 @@ void worker::flush_plane(uint8_t plane) noexcept
 
 void worker::flush() noexcept
 {
+    const link_guard::section io_ok(link_guard::section::wait);
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
         for (int tries = 0; tries < 100 && txq_[p].n != 0; ++tries) {
             flush_plane(p);
