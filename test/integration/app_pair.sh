@@ -101,9 +101,12 @@ timeout 30 "$app" -l 0,1 --main-lcore 0 "${eal[@]}" --file-prefix=$pb \
   $(printf -- '%s,role=client ' "${vdevs[@]}") -- --config "$cfg_b" </dev/null >"$dir/b.log" 2>&1 &
 bpid=$!
 wait $apid; arc=$?
-kill -TERM $bpid 2>/dev/null; wait $bpid
+kill -TERM $bpid 2>/dev/null; wait $bpid; brc=$?
 echo "=== node A (exit $arc)"; cat "$dir/a.log"
+echo "=== node B (exit $brc)"; tail -5 "$dir/b.log"
 [ $arc -eq 0 ] || fail=1
+# B leaves on SIGTERM after A quit; it must exit cleanly, not die (its memif peer left first).
+[ $brc -eq 0 ] || { echo "FAIL: node B exited $brc"; fail=1; }
 case $mode in
 prompt)
   expect "to 10.0.0.2: established"
