@@ -185,15 +185,16 @@ class Runner:
 
     # --- path rewriting, both ways
     def rewrite(self, cmd):
-        cmd = re.sub(r"(?<![\w./-])build/", self.build + "/", cmd)
+        # /tmp/ first: the build directory itself may live under /tmp (a CI checkout).
         cmd = re.sub(r"(?<![\w.-])/tmp/", self.tmp + "/", cmd)
+        cmd = re.sub(r"(?<![\w./-])build/", self.build + "/", cmd)
         cmd = re.sub(r"--file-prefix=(\S+)", lambda m: f"--file-prefix={self.tag}{m[1]}", cmd)
         cmd = re.sub(r"(dpdk-telemetry\.py\s+-f\s+)(\S+)", lambda m: f"{m[1]}{self.tag}{m[2]}", cmd)
         return cmd
 
     def unrewrite(self, text):
-        return text.replace(self.tmp + "/", "/tmp/").replace(self.build + "/", "build/") \
-                   .replace(self.build, "build").replace(self.tag, "")
+        return text.replace(self.build + "/", "build/").replace(self.build, "build") \
+                   .replace(self.tmp + "/", "/tmp/").replace(self.tag, "")
 
     def fail(self, line, what):
         self.failures.append(f"guide line {line}: {what}")
