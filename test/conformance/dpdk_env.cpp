@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -132,6 +133,19 @@ int netns_env::open_raw_socket(std::vector<uint8_t>& tester_mac, std::vector<uin
     m.mr_type = PACKET_MR_PROMISC;
     setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &m, sizeof m);
     return fd;
+}
+
+void netns_env::address_app_end(const std::string& addr, const std::vector<std::string>& peers,
+                                 const std::vector<uint8_t>& tester_mac) const
+{
+    char mac[32];
+    std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", tester_mac[0], tester_mac[1], tester_mac[2],
+                  tester_mac[3], tester_mac[4], tester_mac[5]);
+    run("ip -n " + ns_ + " addr add " + addr + "/24 dev " + app_if_);
+    for (const std::string& p : peers) {
+        run("ip -n " + ns_ + " neigh replace " + p + " lladdr " + mac + " nud permanent dev " + app_if_);
+    }
+    run("ip netns exec " + ns_ + " ethtool -K " + app_if_ + " tx off gso off tso off tx-udp-segmentation off");
 }
 
 app_process::app_process(const std::string& ns, const std::vector<std::string>& argv, bool verbose)

@@ -25,6 +25,11 @@ public:
     const std::string& tester_if() const { return tester_if_; }
     // A raw socket on the tester's end, opened inside the namespace.
     int open_raw_socket(std::vector<uint8_t>& tester_mac, std::vector<uint8_t>& app_mac) const;
+    // For an app on kernel sockets (the udp target): the app's end gets `addr`/24 and
+    // static neighbours for `peers`, all at the tester's MAC (the tester's end answers
+    // no ARP); no checksum or segmentation offload, so the tester sees finished frames.
+    void address_app_end(const std::string& addr, const std::vector<std::string>& peers,
+                         const std::vector<uint8_t>& tester_mac) const;
 
 private:
     std::string ns_, app_if_, tester_if_;

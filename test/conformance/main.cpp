@@ -1,6 +1,6 @@
 // metaroce-conformance: checks the numbered rules of doc/spec.md against an
 // implementation through packets alone.
-//   metaroce-conformance --target core|dpdk [--app PATH] [--report FILE]
+//   metaroce-conformance --target core|dpdk|udp [--app PATH] [--report FILE]
 //                        [--spec doc/spec.md] [-s SECTION] [-v]
 #include <algorithm>
 #include <cstdio>
@@ -28,7 +28,7 @@ struct options {
 [[noreturn]] void usage(int rc)
 {
     std::fprintf(rc == 0 ? stdout : stderr,
-                 "usage: metaroce-conformance --target core|dpdk [--app PATH] [--report FILE]\n"
+                 "usage: metaroce-conformance --target core|dpdk|udp [--app PATH] [--report FILE]\n"
                  "                            [--spec doc/spec.md] [-s SECTION] [-v]\n");
     std::exit(rc);
 }
@@ -64,8 +64,8 @@ options parse(int argc, char** argv)
             usage(2);
         }
     }
-    if (o.target != "core" && o.target != "dpdk") {
-        std::fprintf(stderr, "--target must be core or dpdk\n");
+    if (o.target != "core" && o.target != "dpdk" && o.target != "udp") {
+        std::fprintf(stderr, "--target must be core, dpdk or udp\n");
         usage(2);
     }
     return o;
@@ -126,13 +126,14 @@ int main(int argc, char** argv)
             tg = make_core_target();
         } else {
             if (geteuid() != 0) {
-                std::printf("SKIP: the dpdk target needs root (network namespaces, veth, AF_PACKET)\n");
+                std::printf("SKIP: the %s target needs root (network namespaces, veth, AF_PACKET)\n",
+                            o.target.c_str());
                 return 77;
             }
             dpdk_options d;
             d.app = o.app;
             d.verbose = o.verbose;
-            tg = make_dpdk_target(d);
+            tg = o.target == "udp" ? make_udp_target(d) : make_dpdk_target(d);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "metaroce-conformance: cannot set up target %s: %s\n", o.target.c_str(),

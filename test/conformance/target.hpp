@@ -119,8 +119,13 @@ std::unique_ptr<target> make_core_target();
 struct dpdk_options {
     std::string app;       // path of the metaroce app
     bool verbose = false;  // echo the app's output
+    bool udp_backend = false; // the app on --backend udp (make_udp_target)
 };
 // Throws std::runtime_error when the environment cannot be set up.
 std::unique_ptr<target> make_dpdk_target(const dpdk_options& o);
+// The same app on --backend udp: kernel sockets on the veth end's address, the tester
+// still on AF_PACKET at the other end (a UDP socket could not choose the source port
+// per packet nor set CE). Reported frameless: the kernel builds the frames.
+std::unique_ptr<target> make_udp_target(const dpdk_options& o);
 
 } // namespace metaroce::conformance

@@ -1,7 +1,9 @@
 // The `dpdk` target: the real metaroce app on a net_af_packet port in a network
 // namespace. The tester reaches it over a veth pair with Ethernet/IPv4/UDP frames of
 // its own (drivers/dpdk/encap), and does what an application would through the app's
-// prompt ("mr reg", "post send", "show cq", ...).
+// prompt ("mr reg", "post send", "show cq", ...). The `udp` target is the same app on
+// --backend udp: the kernel owns the veth end (address, static neighbours) and the app
+// binds its sockets there; the tester's side does not change.
 #include <linux/if_packet.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -70,7 +72,7 @@ public:
         if (o.app.empty() || ::access(o.app.c_str(), X_OK) != 0) {
             throw std::runtime_error("no metaroce app at '" + o.app + "' (give --app)");
         }
-        caps_.frames = true;
+        caps_.frames = !o.udp_backend;
         caps_.counters = true;
         dir_ = "/tmp/mrconf-" + std::to_string(getpid());
         std::system(("mkdir -p " + dir_).c_str());
@@ -81,6 +83,9 @@ public:
             << R"( "min_rto_us": 10000, "initial_rtt_us": 3000}})";
         env_ = std::make_unique<netns_env>();
         fd_ = env_->open_raw_socket(tester_mac_, app_mac_);
+        if (o.udp_backend) {
+            env_->address_app_end("10.0.0.1", {"10.0.0.2", "10.0.0.3"}, tester_mac_);
+        }
         start_app();
     }
 
@@ -94,7 +99,7 @@ public:
         std::system(("rm -rf " + dir_).c_str());
     }
 
-    std::string name() const override { return "dpdk"; }
+    std::string name() const override { return opts_.udp_backend ? "udp" : "dpdk"; }
     const target_caps& caps() const override { return caps_; }
 
     bool restart_node() override
@@ -340,6 +345,11 @@ private:
                                          "--config",
                                          dir_ + "/node.json",
                                          "-i"};
+        if (opts_.udp_backend) { // no port: the kernel's veth end
+            std::erase_if(argv, [](const std::string& a) { return starts(a, "--vdev="); });
+            argv.push_back("--backend");
+            argv.push_back("udp");
+        }
         app_ = std::make_unique<app_process>(env_->ns(), argv, opts_.verbose);
         app_->wait_for([](const std::string& l) { return starts(l, "metaroce: node"); }, 20000);
         // Drain anything left from a previous run of the app.
@@ -382,6 +392,13 @@ private:
 std::unique_ptr<target> make_dpdk_target(const dpdk_options& o)
 {
     return std::make_unique<dpdk_target>(o);
+}
+
+std::unique_ptr<target> make_udp_target(const dpdk_options& o)
+{
+    dpdk_options u = o;
+    u.udp_backend = true;
+    return std::make_unique<dpdk_target>(u);
 }
 
 } // namespace metaroce::conformance
