@@ -81,11 +81,29 @@ transport_config kernel_udp_transport()
     return t;
 }
 
+namespace {
+
+bool is_reply(wire::opcode op) noexcept
+{
+    switch (op) {
+    case wire::opcode::ack:
+    case wire::opcode::nak:
+    case wire::opcode::accept:
+    case wire::opcode::cookie:
+    case wire::opcode::close_ack:
+    case wire::opcode::probe_ack: return true;
+    default: return false;
+    }
+}
+
+} // namespace
+
 struct node::impl {
     struct plane {
         uint32_t addr = 0;
         unique_fd rx;
-        std::unique_ptr<sport_pool> tx;
+        std::unique_ptr<sport_pool> tx;       // data: path entropy folded into sport_slots sockets
+        std::unique_ptr<sport_pool> replies;  // everything else: exactly the port the core names
         uint32_t kernel_drops = 0; // last SO_RXQ_OVFL value seen
     };
 
@@ -126,6 +144,7 @@ struct node::impl {
                 throw std::runtime_error("UDP_GRO is not supported by this kernel: set gro = false");
             }
             pl.tx = std::make_unique<sport_pool>(pl.addr, p.sport_slots, p.socket_buffer_bytes, p.port);
+            pl.replies = std::make_unique<sport_pool>(pl.addr, wire::k_udp_sport_span, p.socket_buffer_bytes, p.port);
             epoll_event ev{};
             ev.events = EPOLLIN;
             ev.data.u32 = uint32_t(i);
@@ -202,7 +221,13 @@ struct node::impl {
             ++ctr.tx_bad_frame;
             return io::tx_next::more;
         }
-        const int fd = planes[f.plane].tx->fd_for(f.udp_sport, ctr);
+        // Replies (ACK, NAK, ACCEPT, COOKIE, CLOSE_ACK, PROBE_ACK) leave from exactly the
+        // port the data or request came from (spec 5.7, 7.6: the reverse path hashes
+        // alike); a peer's ports are few (its paths), so reply sockets stay few. What we
+        // originate on a path (data, PROBE, CONNECT, CLOSE) is folded, so a PROBE tests
+        // the route the path's data takes.
+        sport_pool& pool = is_reply(wire::opcode(f.buf[1])) ? *planes[f.plane].replies : *planes[f.plane].tx;
+        const int fd = pool.fd_for(f.udp_sport, ctr);
         if (fd < 0) {
             ++ctr.tx_errors;
             return io::tx_next::more;

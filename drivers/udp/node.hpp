@@ -47,11 +47,12 @@ struct node_params {
     // Peers whose plane addresses do not follow our layout: each entry one peer's
     // addresses, [0] its node address, one per plane.
     std::vector<std::vector<uint32_t>> peers;
-    // Distinct UDP source ports per plane: the core's path entropy e (49152..65535) is
-    // sent from port 49152 + (e - 49152) % sport_slots (16384: exactly e). A port another
+    // Distinct UDP source ports per plane for data: the core's path entropy e
+    // (49152..65535) is sent from port 49152 + (e - 49152) % sport_slots (16384: exactly e). A port another
     // process holds is replaced by the next free one in its residue class. Fewer slots
     // batch better (one socket per sendmmsg/GSO run; 1 slot: ~1.5x the loopback rate)
     // but give an ECMP fabric fewer routes; exact entropy binds a socket per reroute.
+    // Replies (ACK, NAK, ACCEPT, COOKIE, CLOSE_ACK, PROBE_ACK) leave from exactly e.
     uint16_t sport_slots = 64;
     int socket_buffer_bytes = 4 << 20;   // SO_RCVBUF/SO_SNDBUF (forced when permitted)
     uint16_t rx_burst = 32;              // datagrams per recvmmsg
