@@ -226,7 +226,12 @@ struct node::impl {
         // alike); a peer's ports are few (its paths), so reply sockets stay few. What we
         // originate on a path (data, PROBE, CONNECT, CLOSE) is folded, so a PROBE tests
         // the route the path's data takes.
-        sport_pool& pool = is_reply(wire::opcode(f.buf[1])) ? *planes[f.plane].replies : *planes[f.plane].tx;
+        // A port inside the folded range is the data pool's own socket (one socket per
+        // port: a second bind of it would fail and move the reply elsewhere).
+        sport_pool& data = *planes[f.plane].tx;
+        const bool exact_elsewhere = is_reply(wire::opcode(f.buf[1])) &&
+                                     uint16_t(f.udp_sport - wire::k_udp_sport_min) >= data.slots();
+        sport_pool& pool = exact_elsewhere ? *planes[f.plane].replies : data;
         const int fd = pool.fd_for(f.udp_sport, ctr);
         if (fd < 0) {
             ++ctr.tx_errors;
