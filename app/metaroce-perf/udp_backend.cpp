@@ -5,8 +5,6 @@
 #include <exception>
 #include <stdexcept>
 
-#include <poll.h>
-#include <time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -16,41 +14,20 @@
 #include "perf_io.hpp"
 #include "session.hpp"
 #include "transport_opts.hpp"
+#include "udp/idle_poller.hpp"
 #include "udp/node.hpp"
 
 namespace metaroce::perf {
 
 namespace {
 
-// Busy-polls while there is work, then sleeps on the sockets until a datagram or the
-// next timer (at most 1 ms, so -D and --timeout stay on time). Spinning without end
-// made both processes of a pair compete for the cores with everything else: the peer's
-// ACKs came late and the 5 ms RTO fired hundreds of times a second on 2 shared cores.
+// The session's packet I/O on a UDP node: polled by idle_poller (busy while there is
+// work, then asleep on the sockets for at most 1 ms, so -D and --timeout stay on time).
 class udp_io final : public perf_io {
 public:
-    explicit udp_io(udp::node& n) : n_(n) {}
+    explicit udp_io(udp::node& n) : n_(n), poller_(n) {}
     endpoint& ep() noexcept override { return n_.ep(); }
-    void poll(uint64_t now_ns) override
-    {
-        if (n_.poll(now_ns) || n_.counters().tx_would_block != would_block_) {
-            would_block_ = n_.counters().tx_would_block; // a full socket: retry at once
-            idle_ = 0;
-            return;
-        }
-        if (++idle_ < k_idle_passes) {
-            return;
-        }
-        idle_ = 0;
-        // The endpoint's timers run on the session's clock, not the node's: wait here.
-        const uint64_t next = n_.ep().next_timer();
-        if (next <= now_ns) {
-            return;
-        }
-        const uint64_t t = std::min<uint64_t>(next - now_ns, 1'000'000);
-        pollfd pfd{n_.wait_fd(), POLLIN, 0};
-        const timespec ts{0, long(t)};
-        (void)ppoll(&pfd, 1, &ts, nullptr);
-    }
+    void poll(uint64_t now_ns) override { poller_.poll(now_ns); }
     void flush() noexcept override
     {
         // The node sends as it polls; a few passes hand the kernel what is queued.
@@ -61,10 +38,8 @@ public:
     uint64_t rx_frames() const noexcept override { return n_.counters().rx_datagrams; }
 
 private:
-    static constexpr int k_idle_passes = 200; // ~ the verbs progress thread's spin
     udp::node& n_;
-    int idle_ = 0;
-    uint64_t would_block_ = 0;
+    udp::idle_poller poller_; // the endpoint's timers run on the session's clock
     dpdk::tsc_clock clk_; // the session's clock: the endpoint's timers run on it
 };
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
-#include <poll.h>
-#include <time.h>
 
 #include "dpdk/eal.hpp"
 #include "dpdk/port.hpp"
+#include "udp/idle_poller.hpp"
 #include "udp/node.hpp"
 
 namespace metaroce::app {
@@ -18,7 +17,7 @@ namespace {
 // Spinning without end on a shared host delays the peer's ACKs into spurious RTOs.
 class udp_dp_io final : public dp_io {
 public:
-    explicit udp_dp_io(const udp::node_params& np) : n_(np)
+    explicit udp_dp_io(const udp::node_params& np) : n_(np), poller_(n_)
     {
         for (size_t p = 0; p < np.plane_addrs.size(); ++p) {
             dpdk::port_caps c;
@@ -29,27 +28,7 @@ public:
         }
     }
     endpoint& ep() noexcept override { return n_.ep(); }
-    void poll(uint64_t now_ns) override
-    {
-        if (n_.poll(now_ns) || n_.counters().tx_would_block != would_block_) {
-            would_block_ = n_.counters().tx_would_block; // a full socket: retry at once
-            idle_ = 0;
-            return;
-        }
-        if (++idle_ < k_idle_passes) {
-            return;
-        }
-        idle_ = 0;
-        // The endpoint's timers run on the datapath's clock, not the node's: wait here.
-        const uint64_t next = n_.ep().next_timer();
-        if (next <= now_ns) {
-            return;
-        }
-        const uint64_t t = std::min<uint64_t>(next - now_ns, 1'000'000);
-        pollfd pfd{n_.wait_fd(), POLLIN, 0};
-        const timespec ts{0, long(t)};
-        (void)ppoll(&pfd, 1, &ts, nullptr);
-    }
+    void poll(uint64_t now_ns) override { poller_.poll(now_ns); }
     void flush() noexcept override
     {
         // The node sends as it polls; a few passes hand the kernel what is queued.
@@ -77,11 +56,9 @@ public:
     const std::vector<dpdk::port_caps>& ports() const noexcept override { return caps_; }
 
 private:
-    static constexpr int k_idle_passes = 200;
     udp::node n_;
+    udp::idle_poller poller_; // the endpoint's timers run on the datapath's clock
     std::vector<dpdk::port_caps> caps_;
-    int idle_ = 0;
-    uint64_t would_block_ = 0;
     dpdk::tsc_clock clk_; // the datapath's clock: the endpoint's timers run on it
 };
 
