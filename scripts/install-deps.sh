@@ -13,7 +13,9 @@ packages=(meson ninja-build pkg-config g++ python3
           # scripts/verbs-bench.sh: the kernel's UDP and TCP figures beside metaroce's
           iperf3
           # test/interop: the kernel side's veth computes checksums and segments (tx off)
-          ethtool)
+          ethtool
+          # scripts/core-budget.sh: instructions per packet under callgrind
+          valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -18,12 +18,17 @@
 //   void tx_flush(uint64_t now)                  send what was queued by tx_send()
 // optionally:
 //   void before_tx(uint64_t now)                 runs between timers and the pull
+//   bool tx_zero_copy()                          true: the I/O takes data payloads by
+//                                                reference (tx_frame::payload)
+//   uint64_t time_begin(), time_built(f, t0), time_timers(t0)
+//                                                per-stage timing (dpdk/stage_timing.hpp)
 //
 // Header-only and allocation-free: it is the per-packet path.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <concepts>
 #include <span>
 
 #include "metaroce/io_types.hpp"
@@ -57,6 +62,14 @@ struct pull_result {
 
 // The simplest Io for a pull: one reusable buffer, and a callable that takes each
 // built frame (f.buf holds its bytes) and says whether to go on. Test wires use it.
+// An Io that times the core's stages (a timestamp, then what it was spent on).
+template <class Io>
+concept timed_io = requires(Io& io, const tx_frame& f, uint64_t t0) {
+    { io.time_begin() } -> std::same_as<uint64_t>;
+    io.time_built(f, t0);
+    io.time_timers(t0);
+};
+
 template <class Send>
 struct span_io {
     std::span<uint8_t> buf;
@@ -87,14 +100,24 @@ inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = 
     while (r.pulled < budget) {
         tx_frame f;
         f.buf = io.tx_buffer(now_ns);
+        if constexpr (requires { io.tx_zero_copy(); }) {
+            f.want_payload_ref = io.tx_zero_copy(); // payload by reference (io_types.hpp)
+        }
         if (f.buf.empty()) {
             r.why = tx_stop::io_full;
             return r;
+        }
+        uint64_t t0 = 0;
+        if constexpr (timed_io<Io>) {
+            t0 = io.time_begin();
         }
         if (!ep.poll_tx(now_ns, f)) {
             io.tx_unused();
             r.why = tx_stop::core_idle;
             return r;
+        }
+        if constexpr (timed_io<Io>) {
+            io.time_built(f, t0);
         }
         ++r.pulled;
         if (io.tx_send(f, now_ns) == tx_next::stop) {
@@ -121,7 +144,16 @@ inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budg
 {
     poll_result r;
     r.rx = io.rx_burst(deliver_to<Engine>{ep, now_ns}, now_ns);
+    uint64_t t0 = 0;
+    if constexpr (timed_io<Io>) {
+        t0 = io.time_begin();
+    }
     r.timers = run_due_timers(ep, now_ns);
+    if constexpr (timed_io<Io>) {
+        if (r.timers) {
+            io.time_timers(t0);
+        }
+    }
     if constexpr (requires { io.before_tx(now_ns); }) {
         io.before_tx(now_ns);
     }

@@ -165,6 +165,10 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     const uint32_t span = p.next_psn - cum;
     uint32_t highest = p.highest_sacked_xmit;
     for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
+        if (a.sack[i / 8] == 0) {
+            i |= 7; // nothing in this byte (the usual case: no holes, an all-zero bitmap)
+            continue;
+        }
         if (((a.sack[i / 8] >> (i % 8)) & 1u) == 0) {
             continue;
         }
@@ -209,6 +213,19 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     const uint16_t ce = std::min(a.ce_pkts.host(), rx);
     p.acked_rx += rx;
     p.acked_ce += ce;
+    uint32_t hint = a.rate_hint_mbps.host();
+    if (hint != 0 && hint < cfg.transport.cc.min_rate_hint_mbps) {
+        hint = cfg.transport.cc.min_rate_hint_mbps; // spec 6.5: a floor
+        ++stats.rx_hint_floored;
+    }
+    if (hint > c.cc.rate_hint_mbps && c.cc.rate_hint_mbps != 0) {
+        // A larger share applies now, not after the gap the old one set (spec 6.5).
+        const uint64_t gap = (uint64_t(c.mtu) + cfg.frame_overhead_bytes) * 8000 / hint;
+        c.pace_next = std::min(c.pace_next, now + gap);
+    }
+    if (newly == 0) {
+        cc.on_hint(c.cc, hint, c.min_rtt_ns, c.mtu); // a pushed share (spec 6.4)
+    }
     if (newly > 0) {
         path_progress(c, p, now);
         // Mostly marked: shown as congested for a round trip (spec 5.8); its window,
@@ -225,16 +242,12 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.rtt_ns = sampled ? sample : 0;
         s.path_min_rtt_ns = p.min_rtt_ns;
         s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
-        s.rate_hint_mbps = a.rate_hint_mbps.host();
-        if (s.rate_hint_mbps != 0 && s.rate_hint_mbps < cfg.transport.cc.min_rate_hint_mbps) {
-            s.rate_hint_mbps = cfg.transport.cc.min_rate_hint_mbps; // spec 6.5: a floor
-            ++stats.rx_hint_floored;
-        }
+        s.rate_hint_mbps = hint;
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
-        p.rto_deadline = p.inflight > 0 ? now + p.rto_ns : k_no_deadline;
-        p.tlp_deadline = p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns) : k_no_deadline;
+        set_rto(c, p, p.inflight > 0 ? now + p.rto_ns : k_no_deadline);
+        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns) : k_no_deadline);
     }
     mark_ready(c);
 }
@@ -335,6 +348,13 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
                 if (p.at(psn - 1).state == rec_state::in_flight) {
                     queue_retx(c, i, psn - 1);
                     ++stats.tail_probes;
+                    // The probe's answer needs a round trip: the RTO must not fire first
+                    // (a lost tail is chance under random loss, not a dead route).
+                    const uint64_t answer = now + probe_timeout(p, cfg.transport.initial_rtt_ns,
+                                                                cfg.transport.ack_delay_ns);
+                    if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
+                        set_rto(c, p, answer);
+                    }
                     break;
                 }
             }
@@ -360,7 +380,9 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
             continue;
         }
         requeue_in_flight(c, i);
-        cc.on_timeout(p.cc, c.cc, now);
+        if (p.timeouts + 1 > loss_slack(c, i)) {
+            cc.on_timeout(p.cc, c.cc, now); // not when the connection's loss explains it
+        }
         if (!path_timeout(c, i, now)) {
             return; // the connection failed
         }

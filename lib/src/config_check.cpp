@@ -70,6 +70,7 @@ std::string validate(const endpoint_config& c)
               "must be at least 1 and at most conn_cwnd_max", cc.conn_cwnd_min);
     k.require(cc.conn_cwnd_init >= cc.conn_cwnd_min && cc.conn_cwnd_init <= cc.conn_cwnd_max,
               "cc.conn_cwnd_init", "must lie within [conn_cwnd_min, conn_cwnd_max]", cc.conn_cwnd_init);
+    k.require(cc.conn_cwnd_first >= 1, "cc.conn_cwnd_first", "must be at least 1", cc.conn_cwnd_first);
     k.require(cc.ecn_gain > 0 && cc.ecn_gain <= 1, "cc.ecn_gain", "must be in (0, 1]", cc.ecn_gain);
     k.require(cc.additive_increase >= 0 && cc.conn_additive_increase >= 0, "cc.additive_increase",
               "must not be negative", cc.additive_increase);

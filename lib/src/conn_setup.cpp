@@ -116,7 +116,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         p.home_plane = uint8_t(i % c.planes);
         p.plane = pick_plane(c, p.home_plane, false);
         p.udp_sport = path_entropy(c, i, 0);
-        p.rto_ns = std::clamp<uint64_t>(3 * t.initial_rtt_ns, t.min_rto_ns, t.max_rto_ns);
+        p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
         p.retx = fixed_ring<uint32_t>(k_path_window);
         p.rec.assign(k_path_window, pkt_record{});
         cc.init(p.cc);
@@ -214,6 +214,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     c->peer_conn = src_conn;
     c->nonce = h.nonce.host(); // ACCEPT echoes the attempt it answers
     c->state = conn_state::established;
+    rates.expect(slot_of(c->id), now); // a peer connects to send (spec 6.4)
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
@@ -248,6 +249,9 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     c.peer_conn = h.src_conn.host();
     c.state = conn_state::established;
     c.ctrl_deadline = k_no_deadline;
+    if (c.ctrl_retries == 0 && c.hello_sent_ns != 0 && now > c.hello_sent_ns) {
+        c.hs_rtt_ns = now - c.hello_sent_ns; // no timed-out CONNECT: the sample is not ambiguous
+    }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
     by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
@@ -330,6 +334,9 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
     wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
     if (c.hello_pending) {
         c.hello_pending = false;
+        if (!c.incoming) {
+            c.hello_sent_ns = now; // its ACCEPT gives the handshake RTT
+        }
         b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
         b.dst_conn = c.incoming ? c.peer_conn : 0;
         f.len = wire::build_hello(f.buf, b, make_hello(c, cfg.transport));

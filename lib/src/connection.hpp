@@ -44,8 +44,8 @@ struct path_tx {
     uint64_t min_rtt_ns = 0;
     uint64_t rttvar_ns = 0;
     uint64_t rto_ns = 0;
-    uint64_t rto_deadline = k_no_deadline;
-    uint64_t tlp_deadline = k_no_deadline; // tail-loss probe, once per quiet spell
+    uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
+    uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()
     uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
     uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint64_t silent_since = 0;        // time of the first stall of the current streak
@@ -111,11 +111,11 @@ inline bool packet_shape_ok(uint32_t msg_len, uint32_t mtu, uint32_t offset, siz
 
 // Counts one packet; true once every packet of the message is in, each exactly once.
 // Returns false while incomplete; `corrupt` says a full count had the wrong indexes.
-inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
-                  bool& corrupt) noexcept
+// `n` is packets_in(msg_len, mtu), for a caller that has it already.
+inline bool cover_n(coverage& cv, uint64_t key, uint32_t offset, uint32_t n, uint32_t mtu,
+                    bool& corrupt) noexcept
 {
     cv.sum += index_hash(key, offset / mtu);
-    const uint32_t n = packets_in(msg_len, mtu);
     if (++cv.seen < n) {
         return false;
     }
@@ -125,6 +125,12 @@ inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len,
     }
     corrupt = cv.seen != n || want != cv.sum;
     return !corrupt;
+}
+
+inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
+                  bool& corrupt) noexcept
+{
+    return cover_n(cv, key, offset, packets_in(msg_len, mtu), mtu, corrupt);
 }
 
 struct path_rx {
@@ -298,6 +304,8 @@ struct connection {
     bool close_pending = false;
     uint64_t ctrl_deadline = k_no_deadline;
     uint32_t ctrl_retries = 0;
+    uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
+    uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
@@ -316,10 +324,33 @@ struct connection {
     bool in_ready = false;
     bool cq_blocked = false;
     uint64_t timer_deadline = k_no_deadline;
+    // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;
+    // conn_timer rescans the paths): recompute_timer need not scan them per packet.
+    uint64_t path_deadline_lb = k_no_deadline;
 
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
 };
+
+// The RTT a path assumes before its first sample: the handshake's if longer than the
+// configured one (a long-haul peer), never shorter (its ACKs may queue behind a first
+// window on a loaded link; timers that fire early resend what is not lost).
+inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
+{
+    return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
+}
+
+// Before a path's first RTT sample, under a hint, its first packets may wait behind every
+// other sender's first packets at the receiver: about one gap at the hinted rate (spec 5.6).
+// Neither the probe nor the RTO may fire sooner than that plus a round trip.
+inline uint64_t first_sample_wait(const connection& c, const path_tx& p, uint64_t initial_rtt_ns,
+                                  uint32_t frame_overhead) noexcept
+{
+    if (p.srtt_ns != 0 || c.cc.rate_hint_mbps == 0) {
+        return 0;
+    }
+    return (uint64_t(c.mtu) + frame_overhead) * 8000 / c.cc.rate_hint_mbps + first_rtt(c, initial_rtt_ns);
+}
 
 // The message `msn` failed a check for `reason`: later packets of the peer are NAKed
 // with it (spec 7.5) once the connection is in ERROR.
@@ -328,6 +359,20 @@ inline void mark_fatal(connection& c, wire::nak_reason reason, uint32_t msn) noe
     c.has_fatal = true;
     c.fatal_reason = reason;
     c.fatal_msn = msn;
+}
+
+// Every write of a path deadline goes through these, so path_deadline_lb stays a
+// lower bound of them all.
+inline void set_rto(connection& c, path_tx& p, uint64_t deadline) noexcept
+{
+    p.rto_deadline = deadline;
+    c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
+}
+
+inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
+{
+    p.tlp_deadline = deadline;
+    c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 
 inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept

@@ -6,6 +6,8 @@ namespace metaroce {
 
 namespace {
 
+constexpr double k_pace_headroom = 2; // packets: one being paced out, one awaiting its ACK
+
 // One DCTCP-style round: fold the round's marked fraction into alpha, then either
 // cut by alpha/2 (`congested`) or grow additively.
 template <typename State>
@@ -35,7 +37,25 @@ void ecn_aimd::init(path_cc_state& p) const
 void ecn_aimd::init(conn_cc_state& c) const
 {
     c = conn_cc_state{};
-    c.cwnd = cfg_.conn_cwnd_init;
+    c.cwnd = std::min(cfg_.conn_cwnd_first, cfg_.conn_cwnd_init); // the blind first round trip
+}
+
+void ecn_aimd::on_hint(conn_cc_state& c, uint32_t hint_mbps, uint64_t min_rtt_ns,
+                       uint32_t packet_bytes) const
+{
+    c.rate_hint_mbps = hint_mbps;
+    if (hint_mbps != 0 && min_rtt_ns != 0 && packet_bytes != 0) {
+        // The receiver's share as a window: rate x base RTT, twice over (the RTT a
+        // sender sees includes its own NIC and the receiver's ACK delay). Pacing at the
+        // share (spec 6.5) sets the rate; the window only bounds what a sender can have
+        // in flight if its pacing runs ahead of the ACKs.
+        // At a tiny RTT the share is under a packet per RTT, yet pacing needs a few packets
+        // out (the receiver coalesces ACKs): never below conn_cwnd_min plus that headroom.
+        const double bytes = double(hint_mbps) * 1e6 / 8 * double(min_rtt_ns) * 1e-9;
+        c.hint_cwnd = std::max(cfg_.conn_cwnd_min + k_pace_headroom, 2.0 * bytes / double(packet_bytes));
+    } else {
+        c.hint_cwnd = 0;
+    }
 }
 
 void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) const
@@ -45,16 +65,7 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         s.rtt_ns > s.path_min_rtt_ns + cfg_.delay_mark_ns) {
         s.ce_pkts = std::max<uint16_t>(s.ce_pkts, std::max<uint16_t>(s.rx_pkts, 1));
     }
-    c.rate_hint_mbps = s.rate_hint_mbps;
-    if (s.rate_hint_mbps != 0 && s.min_rtt_ns != 0 && s.packet_bytes != 0) {
-        // The receiver's share as a window: rate x base RTT with half again of headroom.
-        // Pacing at the share (spec 6.5) sets the rate; the window only bounds what a
-        // sender can have in flight if its pacing runs ahead of the ACKs.
-        const double bytes = double(s.rate_hint_mbps) * 1e6 / 8 * double(s.min_rtt_ns) * 1e-9;
-        c.hint_cwnd = std::max(1.0, 1.5 * bytes / double(s.packet_bytes));
-    } else {
-        c.hint_cwnd = 0;
-    }
+    on_hint(c, s.rate_hint_mbps, s.min_rtt_ns, s.packet_bytes);
     p.round_pkts += s.rx_pkts;
     p.round_ce += s.ce_pkts;
     c.round_pkts += s.rx_pkts;
@@ -72,13 +83,29 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         end_round(p, p.round_ce > 0, cfg_.ecn_gain, cfg_.additive_increase, cfg_.path_cwnd_min,
                   cfg_.path_cwnd_max, s.now_ns, s.srtt_ns);
     }
+    if (!c.acked) {
+        // Admission (spec 6.1): the first ACK says the receiver's share, and the sender
+        // takes it at once; without a hint it slow-starts from the usual initial window.
+        c.acked = true;
+        // A share larger than the initial window may be stale (others' first packets
+        // were still on their way): slow start covers the rest, up to the share.
+        c.cwnd = std::max(c.cwnd, cfg_.conn_cwnd_init);
+        if (c.hint_cwnd > 0 && c.hint_cwnd <= c.cwnd) {
+            c.cwnd = std::max(cfg_.conn_cwnd_min, c.hint_cwnd);
+            c.slow_start = false;
+        }
+    }
     if (c.slow_start) {
         // Start small and double per RTT until the first mark: a many-to-one burst stays
         // small before the receiver's first hints arrive, a lone flow still gets up fast.
+        // Under a hint it grows only up to the hint's window and stops there: the share is
+        // known, there is nothing left to probe for.
+        const double cap = c.hint_cwnd > 0 ? std::max(c.cwnd, c.hint_cwnd) : cfg_.conn_cwnd_max;
         if (s.ce_pkts > 0) {
             c.slow_start = false;
         } else {
-            c.cwnd = std::min(cfg_.conn_cwnd_max, c.cwnd + s.newly_acked);
+            c.cwnd = std::min({cfg_.conn_cwnd_max, cap, c.cwnd + s.newly_acked});
+            c.slow_start = c.hint_cwnd == 0 || c.cwnd < c.hint_cwnd;
         }
     }
     if (s.now_ns >= c.round_end_ns) {
@@ -89,6 +116,10 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         const bool common = 2 * c.round_marked_paths > c.round_paths;
         end_round(c, common, cfg_.ecn_gain, c.slow_start ? 0.0 : cfg_.conn_additive_increase,
                   cfg_.conn_cwnd_min, cfg_.conn_cwnd_max, s.now_ns, s.srtt_ns);
+        if (!common && !c.slow_start && c.hint_cwnd > c.cwnd) {
+            // An unmarked round under a larger share (a sender left): take it at once.
+            c.cwnd = std::min(cfg_.conn_cwnd_max, c.hint_cwnd);
+        }
         ++c.round_id;
         c.round_paths = 0;
         c.round_marked_paths = 0;

@@ -50,32 +50,6 @@ uint64_t endpoint::impl::random64() noexcept
     return z ^ (z >> 31);
 }
 
-connection* endpoint::impl::find(conn_id id) noexcept
-{
-    const uint32_t i = slot_of(id);
-    if (i >= conns.size() || !conns[i] || conns[i]->id != id) {
-        return nullptr;
-    }
-    return conns[i].get();
-}
-
-void endpoint::impl::mark_ready(connection& c) noexcept
-{
-    if (!c.in_ready) {
-        c.in_ready = ready.push(slot_of(c.id));
-    }
-}
-
-void endpoint::impl::arm(connection& c, uint64_t deadline)
-{
-    if (deadline >= c.timer_deadline) {
-        return; // an earlier entry is queued; it will re-arm for later work
-    }
-    c.timer_deadline = deadline;
-    timers.push_back({deadline, c.id});
-    std::push_heap(timers.begin(), timers.end(), std::greater<>{});
-}
-
 bool endpoint::impl::push_cq(connection& c, const completion& wc) noexcept
 {
     if (!cq.push(wc)) {
@@ -124,70 +98,29 @@ void endpoint::impl::resume_cq_waiters() noexcept
     }
 }
 
-void endpoint::impl::fill_frame_route(const connection& c, uint8_t plane, uint16_t sport,
-                                      tx_frame& f) const noexcept
-{
-    f.dst_addr = c.peer_addr;
-    f.plane = plane;
-    f.udp_sport = sport;
-    f.ect = true;
-}
-
-wire::bth_fields endpoint::impl::bth_for(const connection& c, wire::opcode op, uint8_t path,
-                                         uint8_t plane, uint64_t now) const noexcept
-{
-    wire::bth_fields b;
-    b.op = op;
-    b.dst_conn = c.peer_conn;
-    b.path = path;
-    b.plane = plane;
-    b.tx_ts = uint32_t(now);
-    return b;
-}
-
 // Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
+// Each producer is called only when its queue holds something (the same tests they
+// start with): this runs for every packet sent.
 bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
 {
-    if (produce_ctrl(c, now, f)) {
+    if ((c.hello_pending || c.close_pending) && produce_ctrl(c, now, f)) {
         return true;
     }
     if (c.state == conn_state::connecting || c.state == conn_state::closed) {
         return false;
     }
-    if (produce_nak(c, now, f) || produce_ack(c, now, f)) {
-        return true;
-    }
-    if (c.state == conn_state::established && produce_probe(c, now, f)) {
+    if ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f))) {
         return true;
     }
     if (c.state != conn_state::established) {
         return false;
     }
-    return produce_retx(c, now, f) || produce_read_resp(c, now, f) || produce_new(c, now, f);
-}
-
-void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcept
-{
-    uint64_t d = std::min({c.ctrl_deadline, c.ack_deadline, c.rnr_deadline,
-                           c.pace_wait ? c.pace_next : k_no_deadline, c.keepalive_next,
-                           c.linger_deadline});
-    // Path timers mean something only while data can move: after a close or an error
-    // they are cleared, and a stale one must never keep the timer firing.
-    if (c.state == conn_state::established) {
-        for (const path_tx& p : c.ptx) {
-            d = std::min({d, p.rto_deadline, p.tlp_deadline});
-        }
+    if ((c.probes_pending != 0 || c.plane_probes != 0) && produce_probe(c, now, f)) {
+        return true;
     }
-    if (d != k_no_deadline) {
-        // Never at or before `now`: on_timer(now) must run out of due work and return
-        // even if some deadline was not cleared by its handler.
-        arm(c, std::max(d, now + 1));
-    }
-}
-
-void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept
-{
-    c.last_rx = now;
+    return (!c.retx_paths.empty() && produce_retx(c, now, f)) ||
+           (c.job_tx < c.job_count && produce_read_resp(c, now, f)) ||
+           (c.tx_msn != c.next_msn && produce_new(c, now, f));
 }
 
 // Idle connections (spec 7.8): probe a quiet peer, fail a silent one, free a failed
@@ -240,6 +173,11 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     }
     if (c.state == conn_state::established) {
         path_timeouts(c, now);
+    }
+    // The timer fired: tighten the bound to the path deadlines still set.
+    c.path_deadline_lb = k_no_deadline;
+    for (const path_tx& p : c.ptx) {
+        c.path_deadline_lb = std::min({c.path_deadline_lb, p.rto_deadline, p.tlp_deadline});
     }
     recompute_timer(c, now);
 }
@@ -356,7 +294,9 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
     impl& e = *impl_;
     e.clock = now;
     f.len = 0;
-    if (e.produce_reply(now, f)) {
+    f.payload_refs = 0;
+    f.payload_len = 0;
+    if (!e.replies.empty() && e.produce_reply(now, f)) {
         ++e.stats.tx_packets;
         e.stats.tx_bytes += f.len;
         return true;
@@ -381,7 +321,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
         if (sent) {
             e.mark_ready(*c); // round robin: come back for more after the others
             ++e.stats.tx_packets;
-            e.stats.tx_bytes += f.len;
+            e.stats.tx_bytes += f.wire_len();
             return true;
         }
     }
@@ -487,6 +427,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.streams = c->streams_n;
     ci.conn_cwnd = effective_cwnd(c->cc);
     ci.rate_hint_mbps = c->cc.rate_hint_mbps;
+    ci.rate_hint_sent_mbps = impl_->rates.hint_mbps(slot_of(c->id));
     ci.inflight = c->inflight;
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;

@@ -6,6 +6,8 @@
 //   completer.cpp   ACK/NAK in: SACK, loss detection, RTT, CC, RTO, completions
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -135,6 +137,9 @@ struct endpoint::impl {
     // list when list is not k_none. Each piece of bytes [off, off + len) is checked
     // under its lkey before it is copied; nothing is copied past a piece that fails.
     mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    // The same bytes by reference into f.payload (zero copy); fits is false, and nothing
+    // is set, when they span more pieces than a frame can describe.
+    mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
     mr_check scatter(const sge& one, int32_t list, uint64_t off, std::span<const uint8_t> from) noexcept;
     // Checks a posted gather/scatter list piece by piece; *total is its length.
     post_result check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept;
@@ -166,6 +171,8 @@ struct endpoint::impl {
     bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
+    void push_shares() noexcept;
+    uint32_t loss_slack(const connection& c, uint32_t path) const noexcept;
     void try_commit(connection& c, uint16_t stream) noexcept;
     void on_job_done(connection& c) noexcept;
     void fail_read_job(connection& c, detail::read_job& j, mr_check why) noexcept;
@@ -180,5 +187,79 @@ struct endpoint::impl {
     void on_read_resp_landed(connection& c, detail::send_slot& s) noexcept;
     bool land_read_resp(connection& c, const wire::packet_view& p) noexcept;
 };
+
+// The per-packet helpers, inline: they run several times for every packet.
+
+inline connection* endpoint::impl::find(conn_id id) noexcept
+{
+    const uint32_t i = detail::slot_of(id);
+    if (i >= conns.size() || !conns[i] || conns[i]->id != id) {
+        return nullptr;
+    }
+    return conns[i].get();
+}
+
+inline void endpoint::impl::mark_ready(connection& c) noexcept
+{
+    if (!c.in_ready) {
+        c.in_ready = ready.push(detail::slot_of(c.id));
+    }
+}
+
+inline void endpoint::impl::arm(connection& c, uint64_t deadline)
+{
+    if (deadline >= c.timer_deadline) {
+        return; // an earlier entry is queued; it will re-arm for later work
+    }
+    c.timer_deadline = deadline;
+    timers.push_back({deadline, c.id});
+    std::push_heap(timers.begin(), timers.end(), std::greater<>{});
+}
+
+inline void endpoint::impl::fill_frame_route(const connection& c, uint8_t plane, uint16_t sport,
+                                             tx_frame& f) const noexcept
+{
+    f.dst_addr = c.peer_addr;
+    f.plane = plane;
+    f.udp_sport = sport;
+    f.ect = true;
+}
+
+inline wire::bth_fields endpoint::impl::bth_for(const connection& c, wire::opcode op, uint8_t path,
+                                                uint8_t plane, uint64_t now) const noexcept
+{
+    wire::bth_fields b;
+    b.op = op;
+    b.dst_conn = c.peer_conn;
+    b.path = path;
+    b.plane = plane;
+    b.tx_ts = uint32_t(now);
+    return b;
+}
+
+inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcept
+{
+    // Pairwise (not an initializer list): this runs after every packet in or out.
+    uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
+    d = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+    // Path timers mean something only while data can move: after a close or an error
+    // they are cleared, and a stale one must never keep the timer firing.
+    // The bound may be earlier than every path deadline still set (one was pushed back
+    // or cleared since): that only fires the timer early, which arm() did anyway (it
+    // never moves an entry later), and conn_timer then rescans.
+    if (c.state == conn_state::established) {
+        d = std::min(d, c.path_deadline_lb);
+    }
+    if (d != k_no_deadline) {
+        // Never at or before `now`: on_timer(now) must run out of due work and return
+        // even if some deadline was not cleared by its handler.
+        arm(c, std::max(d, now + 1));
+    }
+}
+
+inline void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept
+{
+    c.last_rx = now;
+}
 
 } // namespace metaroce

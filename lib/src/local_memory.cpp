@@ -44,6 +44,24 @@ mr_check endpoint::impl::gather(const sge& one, int32_t list, uint64_t off, uint
                       [&](const uint8_t* host, uint32_t n, uint32_t at) { std::memcpy(to + at, host, n); });
 }
 
+mr_check endpoint::impl::gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f,
+                                     bool& fits) noexcept
+{
+    uint8_t n = 0;
+    fits = true;
+    const mr_check mc = for_pieces(mrs, sges, one, list, off, len, 0, [&](const uint8_t* host, uint32_t bytes, uint32_t) {
+        if (n == f.payload.size()) {
+            fits = false;
+            return;
+        }
+        f.payload[n++] = {host, bytes};
+    });
+    fits = fits && mc == mr_check::ok;
+    f.payload_refs = fits ? n : 0;
+    f.payload_len = fits ? len : 0;
+    return mc;
+}
+
 mr_check endpoint::impl::scatter(const sge& one, int32_t list, uint64_t off, std::span<const uint8_t> from) noexcept
 {
     return for_pieces(mrs, sges, one, list, off, uint32_t(from.size()), access::local_write,

@@ -7,8 +7,7 @@ namespace metaroce {
 // stale or guessed key rarely resolves. (An 8-bit generation let a stale rkey
 // reach a new region after 256 reuses of its index.)
 namespace {
-constexpr uint32_t k_index_bits = 16;
-constexpr uint32_t k_index_mask = (1u << k_index_bits) - 1;
+constexpr uint32_t k_index_bits = mr_table::k_index_bits;
 
 uint32_t make_key(uint32_t index, uint16_t generation, uint32_t salt, bool remote) noexcept
 {
@@ -59,48 +58,6 @@ bool mr_table::deregister(uint32_t lkey)
     free_.push_back(index);
     --live_;
     return true;
-}
-
-const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const noexcept
-{
-    const uint32_t index = key & k_index_mask;
-    if (index >= entries_.size()) {
-        return nullptr;
-    }
-    const entry& e = entries_[index];
-    if (!e.live || (remote ? e.mr.rkey : e.mr.lkey) != key) {
-        return nullptr;
-    }
-    return &e;
-}
-
-mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
-                         uint8_t** host) const noexcept
-{
-    if (e == nullptr) {
-        return mr_check::bad_key;
-    }
-    if ((e->mr.access & need) != need) {
-        return mr_check::access_denied;
-    }
-    // Overflow-safe: va >= base and len <= length - (va - base).
-    if (va < e->mr.va || va - e->mr.va > e->mr.length || len > e->mr.length - (va - e->mr.va)) {
-        return mr_check::out_of_bounds;
-    }
-    *host = e->mr.host + (va - e->mr.va);
-    return mr_check::ok;
-}
-
-mr_check mr_table::check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
-                                uint8_t** host) const noexcept
-{
-    return check(lookup(rkey, true), va, len, need, host);
-}
-
-mr_check mr_table::check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
-                               uint8_t** host) const noexcept
-{
-    return check(lookup(lkey, false), va, len, need, host);
 }
 
 const memory_region* mr_table::find_by_lkey(uint32_t lkey) const noexcept

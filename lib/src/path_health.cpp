@@ -2,12 +2,39 @@
 // failing and probing paths, declaring planes dead and re-admitting them. The NIC side
 // owns plane selection; applications never see any of it.
 #include <algorithm>
+#include <cmath>
 
 #include "endpoint_impl.hpp"
 
 namespace metaroce {
 
 using namespace detail;
+
+// Timeouts a path may take before they count against its route (spec 5.6): none on a
+// clean fabric. Under random loss that hits the connection's other paths alike (their
+// resends show it), a streak of timeouts is a matter of chance, not a broken route, so a
+// few are allowed: as many as make a streak of that length unlikely (< 1/1000) by chance.
+uint32_t endpoint::impl::loss_slack(const connection& c, uint32_t path) const noexcept
+{
+    uint64_t tx = 0;
+    uint64_t resent = 0;
+    for (uint32_t i = 0; i < c.ptx.size(); ++i) {
+        if (i != path) {
+            tx += c.ptx[i].tx_packets;
+            resent += c.ptx[i].retransmits;
+        }
+    }
+    if (tx < 64) {
+        return 0; // too little seen to judge
+    }
+    const double q = double(resent) / double(tx);
+    if (q < 0.005) {
+        return 0;
+    }
+    // A tail is lost when its probe or the probe's ACK is: about 2q per timeout.
+    const double streak = std::log(1e-3) / std::log(std::min(0.5, 2 * q));
+    return uint32_t(std::min(6.0, std::ceil(streak))) - 1;
+}
 
 bool endpoint::impl::plane_usable(uint8_t plane) const noexcept
 {
@@ -77,7 +104,10 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
         enter_error(c, wc_status::retry_exc_err);
         return false;
     }
-    if (p.plane < plane_tab.size()) {
+    // Only timeouts beyond what the connection's loss explains judge the route.
+    const uint32_t slack = loss_slack(c, i);
+    const uint32_t counted = p.timeouts > slack ? p.timeouts - slack : 0;
+    if (counted > 0 && p.plane < plane_tab.size()) {
         plane_health& ph = plane_tab[p.plane];
         ++ph.timeouts;
         bool other_usable = false;
@@ -96,14 +126,14 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
             move_off_plane(dead, now);
         }
     }
-    if (p.state != path_state::failed) {
-        p.state = t.fail_after > 0 && p.timeouts >= t.fail_after ? path_state::failed : path_state::suspect;
+    if (p.state != path_state::failed && counted > 0) {
+        p.state = t.fail_after > 0 && counted >= t.fail_after ? path_state::failed : path_state::suspect;
     }
     // Every timeout takes a new route; every replane_after-th also another plane.
-    const bool replane = c.planes > 1 && t.replane_after > 0 && p.timeouts % t.replane_after == 0;
+    const bool replane = counted > 0 && c.planes > 1 && t.replane_after > 0 && counted % t.replane_after == 0;
     if (replane) {
         reroute(c, i, pick_plane(c, p.plane, true));
-    } else if (t.reroute_after > 0 && p.timeouts % t.reroute_after == 0) {
+    } else if (counted > 0 && t.reroute_after > 0 && counted % t.reroute_after == 0) {
         reroute(c, i, p.plane);
     }
     if (p.state == path_state::failed) {
@@ -111,7 +141,7 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
     }
     // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
     const uint64_t backoff = p.rto_ns << std::min(p.timeouts, t.max_backoff_shift);
-    p.rto_deadline = now + std::min(backoff, t.max_rto_ns);
+    set_rto(c, p, now + std::min(backoff, t.max_rto_ns));
     return true;
 }
 
@@ -142,7 +172,7 @@ void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
             // What was on the dead plane is gone: resend it on the new one right away.
             requeue_in_flight(c, i);
             if (p.inflight > 0) {
-                p.rto_deadline = now + p.rto_ns;
+                set_rto(c, p, now + p.rto_ns);
             }
             moved = true;
         }
@@ -279,7 +309,7 @@ void endpoint::impl::on_probe_ack(connection& cr, const rx_meta& m, const wire::
             // timeouts that condemned the old route no longer count.
             p.state = path_state::suspect;
             p.timeouts = 0;
-            p.rto_deadline = p.inflight > 0 ? now + p.rto_ns : k_no_deadline;
+            set_rto(*c, p, p.inflight > 0 ? now + p.rto_ns : k_no_deadline);
             mark_ready(*c);
         }
     }

@@ -4,61 +4,188 @@
 
 namespace metaroce {
 
+namespace {
+
+// A rate measured over fewer packets than this says little about a sender's limit.
+constexpr double k_measure_pkts = 8;
+// A member that sent nothing for this many of its own packet gaps (at its share) has left.
+constexpr double k_idle_gaps = 4;
+// The standing queue is handed back over this many epochs.
+constexpr double k_drain_epochs = 2;
+// An expected sender that has not sent for this many epochs is not coming.
+constexpr uint64_t k_pending_epochs = 8;
+
+} // namespace
+
 rate_allocator::rate_allocator(uint64_t capacity_mbps, double utilization, uint64_t epoch_ns,
                                uint32_t max_conns)
     : capacity_mbps_(capacity_mbps), utilization_(utilization), epoch_ns_(epoch_ns),
       scale_(utilization),
-      bytes_(capacity_mbps != 0 ? max_conns : 0, 0), share_(bytes_.size(), 0),
-      age_(bytes_.size(), 0)
+      bytes_(capacity_mbps != 0 ? max_conns : 0, 0), since_ns_(bytes_.size(), 0),
+      last_ns_(bytes_.size(), 0), pkt_bytes_(bytes_.size(), 0), share_(bytes_.size(), 0),
+      owd_min_(bytes_.size(), 0), owd_prev_(bytes_.size(), 0), told_(bytes_.size(), 0),
+      last_path_(bytes_.size(), 0), pos_(bytes_.size(), -1)
 {
-    active_.reserve(bytes_.size());
-    scratch_.reserve(bytes_.size());
+    members_.reserve(bytes_.size());
+    pending_.reserve(bytes_.size());
+    pend_pos_.assign(bytes_.size(), -1);
+    pend_ns_.assign(bytes_.size(), 0);
+    scratch_.reserve(3 * bytes_.size());
 }
 
-void rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now) noexcept
+uint32_t rate_allocator::share_mbps(uint32_t idx) const noexcept
+{
+    if (idx >= pos_.size() || pos_[idx] < 0) {
+        return 0;
+    }
+    const double n = sharers();
+    if (n == 1) {
+        return 0; // alone: nothing to share, and no window to cap (spec 6.4)
+    }
+    if (share_[idx] == 0 || old_sum_ <= 0) {
+        return uint32_t(std::max(1.0, pool() / n));
+    }
+    // What the newcomers since the last epoch took comes out of the old shares in
+    // proportion; what leavers left goes back the same way.
+    const double for_old = pool() * (1 - double(newcomers_ + pending_.size()) / n);
+    return uint32_t(std::max(1.0, double(share_[idx]) * for_old / old_sum_));
+}
+
+bool rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now, uint16_t path,
+                               uint32_t tx_ts) noexcept
 {
     if (!enabled() || idx >= bytes_.size()) {
-        return;
+        return false;
     }
     if (now >= epoch_end_) {
         close_epoch(now);
     }
-    if (bytes_[idx] == 0) {
-        active_.push_back(idx); // capacity reserved: one entry per slot at most
-        if (share_[idx] == 0) {
-            // A newcomer gets an equal share right away, before its first full epoch.
-            share_[idx] = uint32_t(double(capacity_mbps_) * scale_ /
-                                   double(std::max<size_t>(active_.size(), last_active_ + 1)));
-        }
+    const bool joined = pos_[idx] < 0;
+    if (joined) {
+        pos_[idx] = int32_t(members_.size());
+        members_.push_back(idx); // capacity reserved: one entry per slot at most
+        share_[idx] = 0;
+        ++newcomers_;
+        // An expected sender's share was set aside already: nobody else's changes.
+        resplit_ = pend_pos_[idx] < 0;
+        drop_pending(idx);
+        bytes_[idx] = 0;
+        since_ns_[idx] = now;
     }
+    const uint32_t owd = uint32_t(now) - tx_ts;
+    if (joined && owd_min_[idx] == 0 && owd_prev_[idx] == 0) {
+        owd_min_[idx] = owd_prev_[idx] = owd; // first sample from this sender
+    }
+    if (int32_t(owd - owd_min_[idx]) < 0) {
+        owd_min_[idx] = owd;
+    }
+    const uint32_t base = int32_t(owd_prev_[idx] - owd_min_[idx]) < 0 ? owd_prev_[idx] : owd_min_[idx];
+    const int32_t queued = int32_t(owd - base);
+    epoch_queue_ns_ = std::min(epoch_queue_ns_, uint32_t(std::max(0, queued)));
     bytes_[idx] += std::max<uint32_t>(bytes, 1);
+    last_ns_[idx] = now;
+    last_path_[idx] = path;
+    pkt_bytes_[idx] = std::max<uint32_t>(bytes, 1);
     ++epoch_pkts_;
     epoch_ce_ += ce ? 1 : 0;
+    return joined;
+}
+
+void rate_allocator::drop_member(size_t pos) noexcept
+{
+    const uint32_t idx = members_[pos];
+    if (share_[idx] == 0) {
+        --newcomers_;
+    } else {
+        old_sum_ -= share_[idx];
+    }
+    share_[idx] = 0;
+    told_[idx] = 0;
+    owd_min_[idx] = owd_prev_[idx] = 0;
+    members_[pos] = members_.back();
+    pos_[members_[pos]] = int32_t(pos);
+    members_.pop_back();
+    pos_[idx] = -1; // last: it may have been the one moved
+}
+
+void rate_allocator::expect(uint32_t idx, uint64_t now) noexcept
+{
+    if (!enabled() || idx >= pos_.size() || pos_[idx] >= 0) {
+        return;
+    }
+    if (pend_pos_[idx] < 0) {
+        pend_pos_[idx] = int32_t(pending_.size());
+        pending_.push_back(idx); // capacity reserved: one entry per slot at most
+        resplit_ = true;
+    }
+    pend_ns_[idx] = now;
+}
+
+void rate_allocator::drop_pending(uint32_t idx) noexcept
+{
+    const int32_t pos = pend_pos_[idx];
+    if (pos < 0) {
+        return;
+    }
+    pending_[size_t(pos)] = pending_.back();
+    pend_pos_[pending_[size_t(pos)]] = pos;
+    pending_.pop_back();
+    pend_pos_[idx] = -1; // last: it may have been the one moved
 }
 
 void rate_allocator::release(uint32_t idx) noexcept
 {
-    if (idx < bytes_.size()) {
-        share_[idx] = 0;
-        age_[idx] = 0;
+    if (idx < pend_pos_.size()) {
+        drop_pending(idx);
+    }
+    if (idx < pos_.size() && pos_[idx] >= 0) {
+        drop_member(size_t(pos_[idx]));
     }
 }
 
-// Max-min water filling: senders that used clearly less than an equal share keep
+// Max-min water filling: senders measured at clearly less than an equal share keep
 // what they used plus headroom to grow; the rest split what remains equally.
 void rate_allocator::close_epoch(uint64_t now) noexcept
 {
-    const double secs = double(epoch_ns_) * 1e-9;
+    // Drain the standing queue within k_drain_epochs: hand out that much less.
+    const double queued = epoch_pkts_ == 0 ? 0.0 : double(epoch_queue_ns_);
+    // A queue that was there before a sender's first packet hides from its delays, not
+    // from ECN: while most packets are marked (the queue is above the marking threshold),
+    // hand out up to a quarter less. Not compounded over epochs: the marks lag the queue,
+    // and a cut that outlives it idles the link.
     const double marked = epoch_pkts_ == 0 ? 0.0 : double(epoch_ce_) / double(epoch_pkts_);
-    if (marked > 0.1) {
-        scale_ = std::max(utilization_ / 4, scale_ * (1 - marked / 2));
-    } else {
-        scale_ = std::min(utilization_, scale_ + utilization_ / 32);
+    scale_ = std::max(utilization_ / 4, utilization_ - queued / (k_drain_epochs * double(epoch_ns_)));
+    if (marked > 0.5) {
+        scale_ = std::min(scale_, utilization_ * (1 - marked / 4));
     }
     epoch_pkts_ = 0;
     epoch_ce_ = 0;
-    double remaining = double(capacity_mbps_) * scale_;
-    scratch_.assign(active_.begin(), active_.end());
+    epoch_queue_ns_ = UINT32_MAX;
+    if (++epochs_ % 64 == 0) {
+        for (uint32_t idx : members_) {
+            // Start a new window of smallest delays ("unset": far above the old one).
+            owd_prev_[idx] = owd_min_[idx];
+            owd_min_[idx] += 1u << 30;
+        }
+    }
+    resplit_ = true;
+    // A member silent for several of its packet gaps (and two epochs) has left.
+    for (size_t i = members_.size(); i-- > 0;) {
+        const uint32_t idx = members_[i];
+        const double gap_ns = double(pkt_bytes_[idx]) * 8000 / std::max(1u, share_mbps(idx));
+        const double idle = std::max(2 * double(epoch_ns_), k_idle_gaps * gap_ns);
+        if (double(now - last_ns_[idx]) > idle) {
+            drop_member(i);
+        }
+    }
+    for (size_t i = pending_.size(); i-- > 0;) {
+        if (now - pend_ns_[pending_[i]] > k_pending_epochs * epoch_ns_) {
+            drop_pending(pending_[i]); // expected, never came
+        }
+    }
+    // Expected senders keep an equal share set aside.
+    double remaining = sharers() > 0 ? pool() * double(members_.size()) / sharers() : 0;
+    scratch_.assign(members_.begin(), members_.end());
     size_t unfixed = scratch_.size();
     bool changed = true;
     while (changed && unfixed > 0) {
@@ -66,14 +193,19 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
         const double fair = remaining / double(unfixed);
         for (size_t i = 0; i < unfixed;) {
             const uint32_t idx = scratch_[i];
-            const double used = double(bytes_[idx]) * 8 / secs / 1e6;
-            // Limited elsewhere: a sender seen for a whole epoch that used neither half
-            // an equal share nor most of what it was granted.
-            if (age_[idx] > 0 && used < 0.5 * fair && used < 0.75 * double(share_[idx])) {
+            const double period = double(now - since_ns_[idx]);
+            const double granted = double(share_mbps(idx));
+            // Judged only on a measurement long enough to hold several packets at its
+            // grant: a slow sender's gaps are not a limit.
+            const bool measured = share_[idx] != 0 && period >= double(epoch_ns_) &&
+                                  granted * period / 8000 >= k_measure_pkts * pkt_bytes_[idx];
+            const double used = period > 0 ? double(bytes_[idx]) * 8000 / period : 0;
+            if (measured && used < 0.5 * fair && used < 0.75 * granted) {
                 const double grant = std::min(fair, used * 1.5 + 0.01 * fair);
-                share_[idx] = uint32_t(std::max(1.0, grant));
-                remaining -= grant;
                 scratch_[i] = scratch_[--unfixed];
+                scratch_.push_back(uint32_t(std::max(1.0, grant))); // kept after the list
+                scratch_.push_back(idx);
+                remaining -= grant;
                 changed = true;
             } else {
                 ++i;
@@ -81,16 +213,24 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
         }
     }
     const double fair = unfixed > 0 ? remaining / double(unfixed) : 0;
+    // Apply: limited slots were parked as (grant, idx) pairs after the member list.
+    for (size_t i = members_.size(); i + 1 < scratch_.size(); i += 2) {
+        share_[scratch_[i + 1]] = scratch_[i];
+    }
     for (size_t i = 0; i < unfixed; ++i) {
         share_[scratch_[i]] = uint32_t(std::max(1.0, fair));
     }
-    last_active_ = uint32_t(active_.size());
-    std::fill(age_.begin(), age_.end(), uint8_t(0)); // idle slots start over
-    for (uint32_t idx : active_) {
-        bytes_[idx] = 0;
-        age_[idx] = 1;
+    old_sum_ = 0;
+    for (uint32_t idx : members_) {
+        old_sum_ += share_[idx];
+        const double period = double(now - since_ns_[idx]);
+        if (period * double(share_[idx]) / 8000 >= k_measure_pkts * pkt_bytes_[idx] &&
+            period >= double(epoch_ns_)) {
+            bytes_[idx] = 0; // measured: start the next measurement
+            since_ns_[idx] = now;
+        }
     }
-    active_.clear();
+    newcomers_ = 0;
     epoch_end_ = now + epoch_ns_;
 }
 

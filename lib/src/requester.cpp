@@ -12,6 +12,8 @@ using namespace detail;
 
 namespace {
 
+constexpr uint64_t k_pace_burst = 4; // gaps a late sender may catch up (spec 6.5)
+
 wire::opcode wire_op(wr_opcode op) noexcept
 {
     switch (op) {
@@ -93,11 +95,11 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     ++c.outstanding;
     if (is_read) {
         ++c.reads_outstanding;
+        rates.expect(slot_of(c.id), now); // its responses come here (spec 6.4)
     }
     if (c.state == conn_state::established) {
         mark_ready(c);
     }
-    (void)now;
     return post_result::ok;
 }
 
@@ -105,7 +107,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // no other path has room; failed paths never carry data. Congested paths are not skipped:
 // their trimmed windows already steer packets elsewhere (skipping them costs goodput).
 // Returns -1 when nothing may be sent now.
-int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
+inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 {
     if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
         return -1;
@@ -202,35 +204,56 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     if (hdr == 0) {
         return false;
     }
+    // Zero copy when the driver asks: the payload stays in its region, described by
+    // reference (it is read again from there for every retransmission).
+    f.payload_refs = 0;
+    f.payload_len = 0;
     if (r.kind == rec_kind::request) {
         send_slot& s = c.sq[r.slot];
-        if (s.op != wire::opcode::read_req &&
-            gather(s.wr.local, s.sgl, r.offset, r.len, f.buf.data() + hdr) != mr_check::ok) {
+        bool by_ref = false;
+        mr_check mc = mr_check::ok;
+        if (s.op != wire::opcode::read_req && f.want_payload_ref && r.len > 0) {
+            mc = gather_refs(s.wr.local, s.sgl, r.offset, r.len, f, by_ref);
+        }
+        if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {
+            mc = gather(s.wr.local, s.sgl, r.offset, r.len, f.buf.data() + hdr);
+        }
+        if (mc != mr_check::ok) {
             s.status = wc_status::loc_prot_err;
             s.done = true;
             c.local_fault = true;
             return false;
         }
+    } else if (r.len > 0 && f.want_payload_ref) {
+        f.payload[0] = {src, r.len};
+        f.payload_refs = 1;
+        f.payload_len = r.len;
     } else if (r.len > 0) {
         std::memcpy(f.buf.data() + hdr, src, r.len);
     }
-    f.len = hdr + r.len;
+    f.len = hdr + r.len - f.payload_len;
     fill_frame_route(c, p.plane, p.udp_sport, f);
     if (!retx && c.cc.rate_hint_mbps != 0) {
         // Space new packets at the receiver's share, in wire bytes (the driver's framing).
-        const uint64_t gap = (uint64_t(f.len) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
-        c.pace_next = std::max(c.pace_next, now) + gap;
+        // A sender woken late (a coarse poll loop or timer) keeps its schedule if it is
+        // at most k_pace_burst gaps behind, so pacing keeps the share instead of one packet
+        // per wake-up; one idle for longer starts afresh (no burst after idle).
+        const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
+        const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
+        c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
+    const uint64_t wait = first_sample_wait(c, p, cfg.transport.initial_rtt_ns, cfg.frame_overhead_bytes);
     if (p.tlp_deadline == k_no_deadline && !retx) {
-        p.tlp_deadline = now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns);
+        set_tlp(c, p, now + std::max(wait, probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+                                                         cfg.transport.ack_delay_ns)));
     }
     if (p.rto_deadline == k_no_deadline) {
-        p.rto_deadline = now + p.rto_ns;
+        set_rto(c, p, now + std::max(wait, p.rto_ns));
     }
     return true;
 }
@@ -278,7 +301,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 }
 
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
-bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
+inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
                               tx_frame& f) noexcept
 {

@@ -113,6 +113,18 @@ void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
     mark_ready(c);
 }
 
+// Senders whose share shrank a lot (newcomers joined) hear it now (spec 6.4): an ACK
+// on the path they last sent on, even if it acknowledges nothing new.
+void endpoint::impl::push_shares() noexcept
+{
+    rates.for_each_stale([&](uint32_t slot, uint16_t path) {
+        connection* c = slot < conns.size() ? conns[slot].get() : nullptr;
+        if (c != nullptr && c->state == conn_state::established && path < c->prx.size()) {
+            queue_ack(*c, path);
+        }
+    });
+}
+
 void endpoint::impl::flush_delayed_acks(connection& c) noexcept
 {
     for (uint32_t i = 0; i < c.prx.size(); ++i) {
@@ -224,7 +236,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             if (o.v == verdict::accepted && !was_complete) {
                 bool corrupt = false;
                 const bool complete = rs.op == wire::opcode::read_req ||
-                                      cover(rs.got, coverage_key, p.offset, rs.msg_len, c.mtu, corrupt);
+                                      cover_n(rs.got, coverage_key, p.offset, n_pkts, c.mtu, corrupt);
                 if (corrupt) {
                     // Every packet count arrived but not every offset: some were repeated
                     // in place of others, so bytes of the message were never written.
@@ -245,7 +257,12 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         if (o.v == verdict::drop) {
             ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
         }
-        rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now);
+        // A newcomer re-splits the shares: its first ACK carries its final share (spec 6.4).
+        const bool joined = rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now,
+                                            p.path, p.tx_ts);
+        if (rates.take_resplit()) {
+            push_shares();
+        }
         const uint32_t before = r.win.expected();
         r.win.record(p.psn);
         r.bytes_since_ack += uint32_t(p.payload.size());
@@ -254,7 +271,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             r.ce_pkts = uint16_t(std::min<uint32_t>(0xffff, r.ce_pkts + 1u));
             ++stats.rx_ce;
         }
-        const bool now_ack = (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
+        const bool now_ack = joined || (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
                              r.win.has_hole() || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
         if (now_ack) {
             queue_ack(c, p.path);
@@ -449,7 +466,9 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     b.psn = r.win.expected();
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
-    a.rate_hint_mbps = wire::be32_t::from_host(rates.hint_mbps(slot_of(c.id)));
+    const uint32_t hint = rates.hint_mbps(slot_of(c.id));
+    rates.told(slot_of(c.id), hint);
+    a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
     r.win.to_wire(a.sack);

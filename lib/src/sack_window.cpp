@@ -1,36 +1,14 @@
 #include "metaroce/sack_window.hpp"
 
+#include <bit>
+#include <cstring>
+
 #include "metaroce/seq.hpp"
 
 namespace metaroce {
 
-sack_window::verdict sack_window::classify(uint32_t psn) const noexcept
+void sack_window::record_slow(int32_t d) noexcept
 {
-    const int32_t d = seq_diff(psn, expected_);
-    if (d < 0) {
-        return verdict::duplicate;
-    }
-    if (uint32_t(d) >= wire::k_sack_bits) {
-        return verdict::beyond_window;
-    }
-    return received(psn) ? verdict::duplicate : verdict::fresh;
-}
-
-bool sack_window::received(uint32_t psn) const noexcept
-{
-    const int32_t d = seq_diff(psn, expected_);
-    if (d < 0) {
-        return true;
-    }
-    if (uint32_t(d) >= wire::k_sack_bits) {
-        return false;
-    }
-    return (bits_[uint32_t(d) / 64] >> (uint32_t(d) % 64)) & 1u;
-}
-
-void sack_window::record(uint32_t psn) noexcept
-{
-    const int32_t d = seq_diff(psn, expected_);
     if (d < 0 || uint32_t(d) >= wire::k_sack_bits) {
         return;
     }
@@ -67,21 +45,15 @@ void sack_window::shift(uint32_t n) noexcept
     }
 }
 
-bool sack_window::has_hole() const noexcept
-{
-    for (auto w : bits_) {
-        if (w != 0) {
-            return true; // bit 0 is never set after record(), so any set bit is above a hole
-        }
-    }
-    return false;
-}
-
 void sack_window::to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept
 {
-    for (uint32_t w = 0; w < k_words; ++w) {
-        for (uint32_t b = 0; b < 8; ++b) {
-            out[w * 8 + b] = uint8_t(bits_[w] >> (8 * b));
+    if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(out, bits_.data(), sizeof(out)); // the wire order is the words' LSB first
+    } else {
+        for (uint32_t w = 0; w < k_words; ++w) {
+            for (uint32_t b = 0; b < 8; ++b) {
+                out[w * 8 + b] = uint8_t(bits_[w] >> (8 * b));
+            }
         }
     }
 }

@@ -144,6 +144,21 @@ inline std::vector<rx_pkt> new_packets(ctx& x, const tconn& c, uint64_t window, 
     return out;
 }
 
+// Spec 6.1: before its first ACK a connection may send a single blind packet
+// (conn_cwnd_first, default 1). Tests that need several packets out before any ACK first
+// have one small WRITE acknowledged, which admits the connection to its initial window.
+inline void admit(ctx& x, tconn& c, uint64_t wr_id)
+{
+    const region r = src_region(x, 64, 99);
+    x.post_send(c, req(wr_opcode::write, 2, r, 0, 64, wr_id));
+    const auto p = x.p.expect(tester::data_for(c, 2), x.p.reply_ns());
+    x.check(p.has_value(), "the admitting WRITE did not go out");
+    if (p) {
+        x.p.send_on(c, x.p.ack_pkt(c, p->v().path, p->v().psn + 1, {}, p->v().tx_ts, 1, 0), p->v().path);
+        x.check(x.wait_wc(wr_id, x.p.reply_ns()).status == wc_status::success, "the admitting WRITE failed");
+    }
+}
+
 // Acknowledges everything the tester has received, path by path.
 inline void ack_all(ctx& x, tconn& c)
 {

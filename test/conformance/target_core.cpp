@@ -42,6 +42,10 @@ public:
         c.transport.planes = caps_.planes;
         // As a driver would from its link speeds (spec 6.4): 100 Gb/s inbound.
         c.inbound_capacity_mbps = 100'000;
+        // The window tests count a first round of conn_cwnd_init packets (spec 6.1 with
+        // conn_cwnd_first = conn_cwnd_init); the default blind window of 1 is covered by
+        // the unit and model tests.
+        c.transport.cc.conn_cwnd_first = c.transport.cc.conn_cwnd_init;
         ep_ = std::make_unique<endpoint>(c);
         out_.clear();
         mem_.clear();

@@ -82,8 +82,16 @@ CONFORMANCE_TEST(initial_windows_path_and_connection, "6.1", "5.3")
     // One path: the path window (8) limits; four paths: the connection window (16).
     for (uint16_t paths : {uint16_t(1), uint16_t(4)}) {
         tconn& c = sender(x, paths, 1024, 48 * 1024, 40 + paths);
-        const size_t n = burst(x, c).size();
-        const size_t want = paths == 1 ? 8 : 16;
+        size_t n = burst(x, c).size();
+        size_t want = paths == 1 ? 8 : 16;
+        if (n == 1) {
+            // conn_cwnd_first = 1: one blind packet; its ACK admits the connection to
+            // 16, grown by the packet it acknowledged, and ends the path's first round
+            // (+1 on its path).
+            ack_all(x, c);
+            n = burst(x, c).size();
+            want = paths == 1 ? 9 : 17;
+        }
         x.check(n >= want && n <= want + slack(x), std::to_string(n) + " packets in flight before any ACK on " +
                                                        std::to_string(paths) + " path(s), expected " +
                                                        std::to_string(want));
@@ -229,7 +237,7 @@ CONFORMANCE_TEST(sender_paces_at_the_rate_hint, "6.5")
     x.need_virtual_time();
     tconn& c = sender(x, 4, 1024, 512 * 1024, 56);
     const std::vector<rx_pkt> b1 = burst(x, c);
-    // RTT 100 us (echoed), hint 10 Gb/s: W = 1.5 * R * min_rtt / mtu = 183 packets, so
+    // RTT 100 us (echoed), hint 10 Gb/s: W = 2 * R * min_rtt / mtu = 244 packets, so
     // only the pacing shows: (1084 + 66) * 8 / 10000 Mb/s = 920 ns per new packet.
     ack_batch(x, c, b1, {false, 100'000, 10'000});
     const std::vector<rx_pkt> b2 = new_packets(x, c, 30'000, 12);
@@ -249,7 +257,7 @@ CONFORMANCE_TEST(hint_caps_packets_in_flight_and_has_a_floor, "6.5")
         tconn& c = sender(x, 4, 1024, 256 * 1024, 57);
         const std::vector<rx_pkt> b1 = burst(x, c);
         x.p.idle(10'000);
-        // R = 2000 Mb/s over the smallest RTT sample: W = 1.5 * R * min_rtt / mtu.
+        // R = 2000 Mb/s over the smallest RTT sample: W = 2 * R * min_rtt / mtu.
         uint64_t min_rtt = UINT64_MAX;
         for (const auto& [path, n] : per_path(b1)) {
             (void)n;
@@ -259,7 +267,7 @@ CONFORMANCE_TEST(hint_caps_packets_in_flight_and_has_a_floor, "6.5")
             }
             min_rtt = std::min(min_rtt, x.t.now_ns() - last);
         }
-        const double w = 1.5 * 2000e6 / 8 * double(min_rtt) * 1e-9 / 1024;
+        const double w = 2 * 2000e6 / 8 * double(min_rtt) * 1e-9 / 1024;
         ack_batch(x, c, b1, {false, 0, 2'000});
         const size_t n = new_packets(x, c, 2'000'000, 64).size();
         x.check(double(n) >= w - 1 && double(n) <= w + 1, std::to_string(n) + " packets in flight under a hint that allows " +

@@ -127,6 +127,7 @@ CONFORMANCE_TEST(message_window_respected, "4.2", "10.5")
     tconn& c = x.p.connect(o);
     x.check(c.max_msgs == 2, "the IUT did not agree to max_msgs 2");
     x.p.manual_acks(c);
+    admit(x, c, 19);
     const region src = src_region(x, 4096, 5);
     for (uint64_t i = 0; i < 4; ++i) {
         x.post_send(c, req(wr_opcode::write, 2, src, i * 64, 64, 20 + i));
@@ -183,6 +184,7 @@ CONFORMANCE_TEST(sack_gap_means_loss, "5.5", "10.3", "4.3", "6.3")
     o.paths = 1;
     tconn& c = x.p.connect(o);
     x.p.manual_acks(c);
+    admit(x, c, 59);
     const region src = src_region(x, 4096, 9);
     x.post_send(c, req(wr_opcode::write, 2, src, 0, 4096, 60));
     const std::vector<rx_pkt> pk = new_packets(x, c, x.p.reply_ns(), 4);
@@ -210,6 +212,7 @@ CONFORMANCE_TEST(stale_ack_ignored_and_credit_once, "5.5")
     o.paths = 1;
     tconn& c = x.p.connect(o);
     x.p.manual_acks(c);
+    admit(x, c, 69);
     const region src = src_region(x, 4096, 10);
     x.post_send(c, req(wr_opcode::write, 2, src, 0, 2048, 70));
     const std::vector<rx_pkt> pk = new_packets(x, c, x.p.reply_ns(), 2);
@@ -439,6 +442,7 @@ CONFORMANCE_TEST(completions_in_stream_order, "9.1", "10.5")
     o.paths = 1;
     tconn& c = x.p.connect(o);
     x.p.manual_acks(c);
+    admit(x, c, 109);
     const region src = src_region(x, 4096, 17);
     x.post_send(c, req(wr_opcode::write, 2, src, 0, 64, 110));
     x.post_send(c, req(wr_opcode::write, 2, src, 64, 64, 111));

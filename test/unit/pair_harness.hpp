@@ -72,8 +72,12 @@ public:
     // Called right after each packet is handed to an endpoint (before timers run).
     std::function<void(const captured&)> on_delivered;
     std::vector<captured> sent;      // every packet put on the wire, in order
+    // Ask the cores for data payloads by reference (tx_frame::payload); the wire joins
+    // headers and pieces, so the bytes on it are the same as in copy mode.
+    bool zero_copy = false;
     bool record = true;
     bool auto_drain[2] = {true, true}; // poll each side's CQ after every step
+    uint64_t timer_tick_ns = 0; // when idle, wake only on multiples of this (a coarse poll loop)
 
     // Connects a to b and runs until both sides are established.
     conn_id connect()
@@ -105,7 +109,7 @@ public:
     {
         bool progressed = false;
         for (int side = 0; side < 2; ++side) {
-            io::span_io out{std::span(tx_buf_), [&](const tx_frame& f) { return put_on_wire(side, f); }};
+            wire_io out{*this, side};
             progressed |= io::pull_tx(*ep_[side], out, now_).pulled != 0;
         }
         if (!wire_.empty() && wire_.front().deliver_at <= now_) {
@@ -126,6 +130,9 @@ public:
             }
             if (next == k_no_deadline) {
                 return progressed;
+            }
+            if (timer_tick_ns != 0) {
+                next = (next + timer_tick_ns - 1) / timer_tick_ns * timer_tick_ns;
             }
             now_ = std::max(now_, next);
         }
@@ -166,6 +173,15 @@ public:
     }
 
 private:
+    struct wire_io {
+        pair_harness& h;
+        int side;
+        std::span<uint8_t> tx_buffer(uint64_t) noexcept { return h.tx_buf_; }
+        void tx_unused() noexcept {}
+        bool tx_zero_copy() const noexcept { return h.zero_copy; }
+        io::tx_next tx_send(const tx_frame& f, uint64_t) { return h.put_on_wire(side, f); }
+    };
+
     // Each packet the loop pulls is captured, offered to the filter and put on the wire.
     io::tx_next put_on_wire(int side, const tx_frame& f)
     {
@@ -178,6 +194,9 @@ private:
         c.frame = f;
         c.frame.buf = {};
         c.bytes.assign(f.buf.begin(), f.buf.begin() + ptrdiff_t(f.len));
+        for (size_t i = 0; i < f.payload_refs; ++i) {
+            c.bytes.insert(c.bytes.end(), f.payload[i].host, f.payload[i].host + f.payload[i].len);
+        }
         if (record) {
             sent.push_back(c);
         }

@@ -103,7 +103,9 @@ TEST_CASE("on_timer returns after a close with data in flight", "[hostile][freez
 
 TEST_CASE("on_timer returns after a fatal NAK with data in flight", "[hostile][freeze]")
 {
-    pair_harness h;
+    transport_config t;
+    t.cc.conn_cwnd_first = t.cc.conn_cwnd_init; // no ACK ever arrives: the first window is all
+    pair_harness h(t);
     const conn_id c = h.connect();
     buffer src(h.a(), 8 * 4096, k_all_access, 3); // fits the first window: all of it in flight
     buffer dst(h.b(), 8 * 4096, k_all_access);

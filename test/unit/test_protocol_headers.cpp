@@ -60,6 +60,7 @@ transport_config quiet_acks()
     t.ack_delay_ns = 1'000'000'000;
     t.cc.path_cwnd_init = 256;
     t.cc.conn_cwnd_init = 4096;
+    t.cc.conn_cwnd_first = 4096; // the whole message before any ACK: these tests count ACKs
     return t;
 }
 

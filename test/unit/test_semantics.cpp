@@ -36,7 +36,9 @@ std::vector<std::unique_ptr<buffer>> buffers(endpoint& e, int n, size_t len, boo
 TEST_CASE("within a stream completions follow posting order; streams are independent",
           "[semantics][order]")
 {
-    pair_harness h;
+    transport_config t;
+    t.cc.conn_cwnd_first = t.cc.conn_cwnd_init; // all four messages on the wire before any ACK
+    pair_harness h(t);
     const conn_id c = h.connect();
     const conn_id pc = h.peer_conn();
     auto src = buffers(h.a(), 4, 3000, true);
@@ -820,6 +822,7 @@ TEST_CASE("after a failure, no later message of the stream completes successfull
     const bool by_close = GENERATE(true, false);
     transport_config t;
     t.max_timeouts = 3;
+    t.cc.conn_cwnd_first = t.cc.conn_cwnd_init; // message 1 goes out while message 0 is lost
     pair_harness h(t);
     const conn_id c = h.connect();
     auto src = buffers(h.a(), 3, 3000, true);

@@ -14,6 +14,12 @@ struct cc_config {
     double path_cwnd_min = 1;
     double path_cwnd_max = wire::k_sack_bits; // never more than the SACK window
     double conn_cwnd_init = 16;     // packets, across all paths; doubles per RTT until a mark
+    // Packets a connection sends before its first ACK (spec 6.1). That round trip is blind:
+    // 1 lets 256 senders starting at once fit a last-hop buffer (the first ACK then admits
+    // each at its hinted share, or at conn_cwnd_init in slow start without a hint), at the
+    // cost of about one RTT for a lone flow, once per (long-lived) connection. Never
+    // more than conn_cwnd_init.
+    double conn_cwnd_first = 1;
     double conn_cwnd_min = 2;
     double conn_cwnd_max = 4096;
     double additive_increase = 1;   // packets per RTT, per path

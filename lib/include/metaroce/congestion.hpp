@@ -30,6 +30,7 @@ struct conn_cc_state {
     uint32_t rate_hint_mbps = 0; // last hint from the receiver (0 = none)
     double hint_cwnd = 0;        // the hint as a window in packets (0 = none)
     bool slow_start = true;      // doubling per RTT until the first mark
+    bool acked = false;          // the first ACK arrived (spec 6.1: admission)
     uint32_t round_id = 0;
     uint32_t round_paths = 0;        // paths that reported in this round
     uint32_t round_marked_paths = 0; // ... and saw at least one mark
@@ -61,6 +62,9 @@ public:
     virtual void init(conn_cc_state& c) const = 0;
     virtual void on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const = 0;
     virtual void on_timeout(path_cc_state& p, conn_cc_state& c, uint64_t now_ns) const = 0;
+    // A receiver's hint (spec 6.4), also from an ACK that acknowledged nothing new.
+    virtual void on_hint(conn_cc_state& c, uint32_t hint_mbps, uint64_t min_rtt_ns,
+                         uint32_t packet_bytes) const = 0;
 };
 
 // ECN-driven AIMD per path and per connection (spec 6): once per RTT each window
@@ -74,6 +78,8 @@ public:
     void init(conn_cc_state& c) const override;
     void on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& s) const override;
     void on_timeout(path_cc_state& p, conn_cc_state& c, uint64_t now_ns) const override;
+    void on_hint(conn_cc_state& c, uint32_t hint_mbps, uint64_t min_rtt_ns,
+                 uint32_t packet_bytes) const override;
 
 private:
     cc_config cfg_;

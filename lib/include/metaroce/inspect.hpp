@@ -58,6 +58,7 @@ struct conn_info {
     uint16_t streams = 0;
     double conn_cwnd = 0;         // effective: AIMD window capped by the rate hint
     uint32_t rate_hint_mbps = 0;  // last hint the peer sent us
+    uint32_t rate_hint_sent_mbps = 0; // the share we tell the peer now (as receiver)
     uint32_t inflight = 0;
     uint32_t outstanding_msgs = 0;
     uint64_t tx_msgs_completed = 0;

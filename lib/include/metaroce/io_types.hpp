@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -15,13 +16,32 @@ struct rx_meta {
     bool ce = false;         // IP ECN field was CE
 };
 
+// A piece of a data packet's payload left in registered memory (zero-copy send).
+struct payload_ref {
+    const uint8_t* host = nullptr;
+    uint32_t len = 0;
+};
+// Pieces one packet may be described by; a payload that needs more is copied.
+inline constexpr size_t k_max_payload_refs = 4;
+
 struct tx_frame {
     std::span<uint8_t> buf;  // where the core writes the UDP payload
     size_t len = 0;          // bytes written
+    // Zero copy: a driver that can send scattered frames sets want_payload_ref; the core
+    // may then write only the headers into buf and describe the payload, which follows
+    // buf[0, len) on the wire, by reference (payload_refs pieces, payload_len bytes).
+    // The pieces point into registered regions; they stay valid until the region is
+    // deregistered, so the driver must hold deregistration until its frames are sent.
+    bool want_payload_ref = false;
+    uint8_t payload_refs = 0;
+    uint32_t payload_len = 0;
+    std::array<payload_ref, k_max_payload_refs> payload{};
     uint32_t dst_addr = 0;
     uint8_t plane = 0;       // port to send on
     uint16_t udp_sport = 0;  // path entropy
     bool ect = true;         // mark ECN-capable (ECT(0))
+
+    size_t wire_len() const noexcept { return len + payload_len; } // UDP payload bytes
 };
 
 } // namespace metaroce

@@ -44,6 +44,10 @@ public:
     const memory_region* find_by_lkey(uint32_t lkey) const noexcept;
     size_t size() const noexcept { return live_; }
 
+    // Keys carry the table index in their low bits (memory_region.cpp says the rest).
+    static constexpr uint32_t k_index_bits = 16;
+    static constexpr uint32_t k_index_mask = (1u << k_index_bits) - 1;
+
 private:
     struct entry {
         memory_region mr;
@@ -59,5 +63,48 @@ private:
     uint32_t key_salt_;
     size_t live_ = 0;
 };
+
+// The checks run for every data packet on both sides: inline.
+inline const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const noexcept
+{
+    const uint32_t index = key & k_index_mask;
+    if (index >= entries_.size()) {
+        return nullptr;
+    }
+    const entry& e = entries_[index];
+    if (!e.live || (remote ? e.mr.rkey : e.mr.lkey) != key) {
+        return nullptr;
+    }
+    return &e;
+}
+
+inline mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
+                                uint8_t** host) const noexcept
+{
+    if (e == nullptr) {
+        return mr_check::bad_key;
+    }
+    if ((e->mr.access & need) != need) {
+        return mr_check::access_denied;
+    }
+    // Overflow-safe: va >= base and len <= length - (va - base).
+    if (va < e->mr.va || va - e->mr.va > e->mr.length || len > e->mr.length - (va - e->mr.va)) {
+        return mr_check::out_of_bounds;
+    }
+    *host = e->mr.host + (va - e->mr.va);
+    return mr_check::ok;
+}
+
+inline mr_check mr_table::check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
+                                       uint8_t** host) const noexcept
+{
+    return check(lookup(rkey, true), va, len, need, host);
+}
+
+inline mr_check mr_table::check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
+                                      uint8_t** host) const noexcept
+{
+    return check(lookup(lkey, false), va, len, need, host);
+}
 
 } // namespace metaroce

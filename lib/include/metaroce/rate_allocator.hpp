@@ -1,6 +1,7 @@
 // Receiver side of the rate hints (spec 6.4): splits this node's inbound capacity
-// among the connections that sent it data in the last epoch, max-min fair, and says
-// each sender's share in every ACK. Senders converge on the share directly.
+// among the connections sending to it, max-min fair, and says each sender's share in
+// every ACK. A sender joining or leaving re-splits the shares at once, so the share in
+// the ACK of a newcomer's first packet is already its final one.
 #pragma once
 
 #include <algorithm>
@@ -16,40 +17,99 @@ public:
                    uint32_t max_conns);
 
     bool enabled() const noexcept { return capacity_mbps_ != 0; }
-    // A data packet of `bytes` arrived for connection slot `idx` at `now`.
-    void on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now) noexcept;
-    // The share of slot `idx`, in Mb/s (0 when disabled or not active).
-    uint32_t share_mbps(uint32_t idx) const noexcept { return idx < share_.size() ? share_[idx] : 0; }
-    // What goes in the ACK: the share while the inbound side is contended (two or more
-    // senders), 0 ("no hint") while one sender has the node to itself.
-    uint32_t hint_mbps(uint32_t idx) const noexcept
+    // A data packet of `bytes` arrived for connection slot `idx` at `now`. Returns true
+    // when it came from a sender that was not a member: the shares were re-split, and the
+    // caller should tell the newcomer at once.
+    // `path` is where it arrived: a pushed hint goes back there. `tx_ts` is the sender's
+    // 32-bit clock at transmission: its one-way delay above the smallest seen from that
+    // sender is the time the packet queued (the clocks' offset cancels out).
+    bool on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now, uint16_t path = 0,
+                   uint32_t tx_ts = 0) noexcept;
+    // Shares changed since the last call (an epoch closed): senders may need a push.
+    bool take_resplit() noexcept
     {
-        return std::max<size_t>(active_.size(), last_active_) >= 2 ? share_mbps(idx) : 0;
+        const bool r = resplit_;
+        resplit_ = false;
+        return r;
     }
-    // Forget a slot (connection freed).
+    // The hint an ACK just told slot `idx`.
+    void told(uint32_t idx, uint32_t mbps) noexcept
+    {
+        if (idx < told_.size()) {
+            told_[idx] = mbps;
+        }
+    }
+    // Calls f(slot, path) for every member whose share fell well below what it was last
+    // told (newcomers joined): it should get an ACK with the new share now, not one RTT
+    // later, or it keeps sending at the old share meanwhile.
+    template <typename F>
+    void for_each_stale(F&& f) const
+    {
+        for (uint32_t idx : members_) {
+            const uint64_t now_mbps = share_mbps(idx);
+            if (told_[idx] != 0 &&
+                (4 * now_mbps < 3 * uint64_t(told_[idx]) || 3 * now_mbps > 4 * uint64_t(told_[idx]))) {
+                f(idx, last_path_[idx]);
+            }
+        }
+    }
+    // The share of slot `idx`, in Mb/s (0 when disabled or not a member). The water-filled
+    // share of the last epoch, scaled to the senders present now: a newcomer takes an
+    // equal share of the whole, the others give up theirs in proportion.
+    uint32_t share_mbps(uint32_t idx) const noexcept;
+    // What goes in the ACK: the share while the inbound side is shared (two or more
+    // senders, counting those expected), 0 ("no hint") for a lone sender.
+    uint32_t hint_mbps(uint32_t idx) const noexcept { return share_mbps(idx); }
+    // Slot `idx` is about to send here (it connected to us, or we asked it for READ
+    // data): its share is set aside now, so the senders that start before it are not
+    // told more than they will keep (spec 6.4). Expires unused after a few epochs.
+    void expect(uint32_t idx, uint64_t now) noexcept;
+    // Forget a slot (connection freed): the others' shares grow at once.
     void release(uint32_t idx) noexcept;
-    uint32_t active() const noexcept { return last_active_; }
+    // Senders currently sharing the inbound capacity.
+    uint32_t active() const noexcept { return uint32_t(members_.size()); }
+    // ... and those expected to join.
+    uint32_t expected() const noexcept { return uint32_t(pending_.size()); }
 
 private:
     void close_epoch(uint64_t now) noexcept;
+    void drop_member(size_t pos) noexcept;
+    void drop_pending(uint32_t idx) noexcept;
+    double sharers() const noexcept { return double(members_.size() + pending_.size()); }
+    double pool() const noexcept { return double(capacity_mbps_) * scale_; }
 
     uint64_t capacity_mbps_;
     double utilization_;
     uint64_t epoch_ns_;
     uint64_t epoch_end_ = 0;
-    uint32_t last_active_ = 0;
-    // Share of capacity handed out, adapted to the marks this node sees: when more than
-    // a tenth of its inbound packets are CE-marked the senders together hold a standing last-hop
-    // queue (e.g. their base-RTT estimates are stale), so it hands out less until the
-    // queue drains, then climbs back to `utilization_`.
+    // Share of capacity handed out: `utilization_`, less what drains the standing queue
+    // in front of this node within a few epochs. The standing queue is the smallest
+    // queueing delay any packet of the epoch saw.
     double scale_;
     uint32_t epoch_pkts_ = 0;
     uint32_t epoch_ce_ = 0;
-    std::vector<uint64_t> bytes_;    // per slot, this epoch
-    std::vector<uint32_t> share_;    // per slot, current hint
-    std::vector<uint8_t> age_;       // 1 = also active in the previous epoch
-    std::vector<uint32_t> active_;   // slots with bytes this epoch
-    std::vector<uint32_t> scratch_;  // water-filling work list, reserved once
+    uint32_t epoch_queue_ns_ = UINT32_MAX;
+    uint32_t epochs_ = 0;
+    bool resplit_ = false;
+    uint32_t newcomers_ = 0;         // members that joined since the last water filling
+    double old_sum_ = 0;             // shares of the other members, Mb/s
+    std::vector<uint64_t> bytes_;    // per slot, since since_ns_
+    std::vector<uint64_t> since_ns_; // per slot, start of its current measurement
+    std::vector<uint64_t> last_ns_;  // per slot, its latest packet
+    std::vector<uint32_t> pkt_bytes_; // per slot, its latest packet's size
+    std::vector<uint32_t> share_;    // per slot, water-filled share (0 = joined since)
+    // Per slot, smallest one-way delay (sender clock to ours, wrapping) in this and the
+    // previous window of 64 epochs: a clock drifting against ours moves it only slowly.
+    std::vector<uint32_t> owd_min_;
+    std::vector<uint32_t> owd_prev_;
+    std::vector<uint32_t> told_;     // per slot, hint in its latest ACK
+    std::vector<uint16_t> last_path_; // per slot, path of its latest packet
+    std::vector<int32_t> pos_;       // per slot, index in members_ (-1 = not a member)
+    std::vector<uint32_t> members_;  // slots sharing the capacity, reserved once
+    std::vector<uint32_t> pending_;  // slots expected to join, reserved once
+    std::vector<int32_t> pend_pos_;  // per slot, index in pending_ (-1 = not pending)
+    std::vector<uint64_t> pend_ns_;  // per slot, when it was expected
+    std::vector<uint32_t> scratch_;  // water-filling work list (3 per slot), reserved once
 };
 
 } // namespace metaroce

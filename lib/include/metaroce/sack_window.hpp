@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "metaroce/seq.hpp"
 #include "metaroce/wire/headers.hpp"
 
 namespace metaroce {
@@ -20,19 +21,51 @@ public:
         bits_.fill(0);
     }
     // Classifies a PSN without recording it.
-    verdict classify(uint32_t psn) const noexcept;
+    verdict classify(uint32_t psn) const noexcept
+    {
+        const int32_t d = seq_diff(psn, expected_);
+        if (d < 0) {
+            return verdict::duplicate;
+        }
+        if (uint32_t(d) >= wire::k_sack_bits) {
+            return verdict::beyond_window;
+        }
+        return bit(uint32_t(d)) ? verdict::duplicate : verdict::fresh;
+    }
     // Records a fresh PSN and advances the cumulative point over any run it completes.
-    void record(uint32_t psn) noexcept;
+    void record(uint32_t psn) noexcept
+    {
+        const int32_t d = seq_diff(psn, expected_);
+        if (d == 0 && !has_hole()) {
+            ++expected_; // in order with nothing above it, the usual case: no bitmap to shift
+            return;
+        }
+        record_slow(d);
+    }
     // True if some PSN above the cumulative point has arrived (a hole exists).
-    bool has_hole() const noexcept;
+    bool has_hole() const noexcept
+    {
+        static_assert(k_words == 4);
+        // Bit 0 is never set after record(), so any set bit is above a hole.
+        return (bits_[0] | bits_[1] | bits_[2] | bits_[3]) != 0;
+    }
 
     uint32_t expected() const noexcept { return expected_; }
-    bool received(uint32_t psn) const noexcept;
+    bool received(uint32_t psn) const noexcept
+    {
+        const int32_t d = seq_diff(psn, expected_);
+        if (d < 0) {
+            return true;
+        }
+        return uint32_t(d) < wire::k_sack_bits && bit(uint32_t(d));
+    }
     // Writes the bitmap as it goes on the wire (bit i = PSN expected()+i, LSB first).
     void to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept;
 
 private:
     static constexpr uint32_t k_words = wire::k_sack_bits / 64;
+    bool bit(uint32_t d) const noexcept { return (bits_[d / 64] >> (d % 64)) & 1u; }
+    void record_slow(int32_t d) noexcept;
     void shift(uint32_t n) noexcept;
 
     uint32_t expected_ = 0;

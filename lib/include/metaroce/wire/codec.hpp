@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -108,6 +109,178 @@ size_t build_cookie(std::span<uint8_t> out, const bth_fields& b, const cookie_he
 constexpr size_t max_packet_len(size_t mtu) noexcept
 {
     return sizeof(bth) + sizeof(msg_header) + sizeof(reth) + sizeof(imm_header) + mtu;
+}
+
+// The per-packet parse and header build, inline so their fields go straight into
+// the caller (no full by-value copy of the view through memory).
+namespace detail {
+
+template <typename H>
+inline H load(const uint8_t* p) noexcept
+{
+    H h;
+    std::memcpy(&h, p, sizeof(H));
+    return h;
+}
+
+template <typename H>
+inline void store(uint8_t* p, const H& h) noexcept
+{
+    std::memcpy(p, &h, sizeof(H));
+}
+
+// One field of a packed header, at its offset.
+template <typename T>
+inline void put(uint8_t* p, size_t off, T v) noexcept
+{
+    std::memcpy(p + off, &v, sizeof(T));
+}
+
+inline bth make_bth(const bth_fields& f) noexcept
+{
+    bth h{};
+    h.version = k_version;
+    h.op = f.op;
+    h.flags = be16_t::from_host(f.flags);
+    h.dst_conn = be32_t::from_host(f.dst_conn);
+    h.psn = be32_t::from_host(f.psn);
+    h.path = f.path;
+    h.plane = f.plane;
+    h.tx_ts = be32_t::from_host(f.tx_ts);
+    return h;
+}
+
+} // namespace detail
+
+inline parse_result parse(std::span<const uint8_t> bytes) noexcept
+{
+    parse_result r;
+    if (bytes.size() < sizeof(bth)) {
+        r.error = parse_error::too_short;
+        return r;
+    }
+    const auto h = detail::load<bth>(bytes.data());
+    if (h.version != k_version) {
+        r.error = parse_error::bad_version;
+        return r;
+    }
+    const opcode_info& oi = info(h.op);
+    if (!oi.valid) {
+        r.error = parse_error::unknown_opcode;
+        return r;
+    }
+    packet_view& v = r.pkt;
+    v.op = h.op;
+    v.flags = h.flags.host();
+    if ((v.flags & ~bth_flag::known) != 0) {
+        r.error = parse_error::unknown_flags;
+        return r;
+    }
+    v.dst_conn = h.dst_conn.host();
+    v.psn = h.psn.host();
+    v.path = h.path;
+    v.plane = h.plane;
+    v.tx_ts = h.tx_ts.host();
+
+    if (bytes.size() < sizeof(bth) + oi.ext_len) {
+        r.error = parse_error::too_short;
+        return r;
+    }
+    const uint8_t* p = bytes.data() + sizeof(bth);
+    const size_t rest = bytes.size() - sizeof(bth) - oi.ext_len;
+    if (!oi.has_payload && rest != 0) {
+        r.error = parse_error::trailing_bytes;
+        return r;
+    }
+    if (!oi.has_msg) {
+        // Fixed headers are read in place (packed, byte-aligned) by their users.
+        switch (h.op) {
+        case opcode::ack: v.ack = reinterpret_cast<const ack_header*>(p); break;
+        case opcode::nak: v.nak = reinterpret_cast<const nak_header*>(p); break;
+        case opcode::connect:
+        case opcode::accept: v.hello = reinterpret_cast<const hello_header*>(p); break;
+        case opcode::close:
+        case opcode::close_ack: v.close = reinterpret_cast<const close_header*>(p); break;
+        case opcode::probe:
+        case opcode::probe_ack: v.probe = reinterpret_cast<const probe_header*>(p); break;
+        case opcode::cookie: v.cookie = reinterpret_cast<const cookie_header*>(p); break;
+        default: break;
+        }
+        return r;
+    }
+
+    const auto m = detail::load<msg_header>(p);
+    p += sizeof(msg_header);
+    v.stream = m.stream.host();
+    v.msn = m.msn.host();
+    v.ssn = m.ssn.host();
+    v.recv_seq = m.recv_seq.host();
+    v.msg_len = m.msg_len.host();
+    v.offset = m.offset.host();
+    if (oi.has_reth) {
+        const auto e = detail::load<reth>(p);
+        p += sizeof(reth);
+        v.va = e.va.host();
+        v.rkey = e.rkey.host();
+    }
+    if (oi.has_imm) {
+        v.imm = detail::load<imm_header>(p).imm.host();
+        p += sizeof(imm_header);
+    }
+    v.payload = std::span<const uint8_t>(p, rest);
+    if (oi.has_payload) {
+        if (uint64_t(v.offset) + rest > v.msg_len) {
+            r.error = parse_error::payload_overrun;
+            return r;
+        }
+        // Only an empty message travels as an empty packet (spec 4.3).
+        if (rest == 0 && (v.msg_len != 0 || v.offset != 0 || !v.is_last())) {
+            r.error = parse_error::empty_payload;
+            return r;
+        }
+    }
+    return r;
+}
+
+inline size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, const msg_fields& m,
+                          size_t payload_len) noexcept
+{
+    const opcode_info& oi = info(b.op);
+    const size_t hdr = sizeof(bth) + oi.ext_len;
+    if (!oi.has_msg || out.size() < hdr + payload_len) {
+        return 0;
+    }
+    // Field by field straight into the frame: no header assembled on the stack first.
+    using detail::put;
+    uint8_t* p = out.data();
+    put(p, offsetof(bth, version), k_version);
+    put(p, offsetof(bth, op), b.op);
+    put(p, offsetof(bth, flags), be16_t::from_host(b.flags));
+    put(p, offsetof(bth, dst_conn), be32_t::from_host(b.dst_conn));
+    put(p, offsetof(bth, psn), be32_t::from_host(b.psn));
+    put(p, offsetof(bth, path), b.path);
+    put(p, offsetof(bth, plane), b.plane);
+    put(p, offsetof(bth, reserved), be16_t{});
+    put(p, offsetof(bth, tx_ts), be32_t::from_host(b.tx_ts));
+    p += sizeof(bth);
+    put(p, offsetof(msg_header, stream), be16_t::from_host(m.stream));
+    put(p, offsetof(msg_header, reserved), be16_t{});
+    put(p, offsetof(msg_header, msn), be32_t::from_host(m.msn));
+    put(p, offsetof(msg_header, ssn), be32_t::from_host(m.ssn));
+    put(p, offsetof(msg_header, recv_seq), be32_t::from_host(m.recv_seq));
+    put(p, offsetof(msg_header, msg_len), be32_t::from_host(m.msg_len));
+    put(p, offsetof(msg_header, offset), be32_t::from_host(m.offset));
+    p += sizeof(msg_header);
+    if (oi.has_reth) {
+        put(p, offsetof(reth, va), be64_t::from_host(m.va));
+        put(p, offsetof(reth, rkey), be32_t::from_host(m.rkey));
+        put(p, offsetof(reth, reserved), be32_t{});
+        p += sizeof(reth);
+    }
+    if (oi.has_imm) {
+        put(p, offsetof(imm_header, imm), be32_t::from_host(m.imm));
+    }
+    return hdr;
 }
 
 } // namespace metaroce::wire

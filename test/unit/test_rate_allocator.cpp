@@ -1,0 +1,169 @@
+// The receiver's rate allocator (spec 6.4): shares re-split at once when senders join,
+// leave or are expected, and the queue in front of the receiver is handed back.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "metaroce/rate_allocator.hpp"
+
+using namespace metaroce;
+
+namespace {
+
+constexpr uint64_t k_cap = 100'000; // Mb/s
+constexpr double k_util = 0.9;
+constexpr uint64_t k_epoch = 20'000; // ns
+// One call stands for a burst of packets: enough that every sender here uses its
+// whole share (a sender using less is, rightly, granted less).
+constexpr uint32_t k_burst = 256 * 1024;
+
+// A burst whose last packet queued `queued_ns` on its way (sender and receiver clocks
+// agree here).
+bool send(rate_allocator& r, uint32_t slot, uint64_t now, uint64_t queued_ns = 0, uint16_t path = 0)
+{
+    return r.on_packet(slot, k_burst, false, now, path, uint32_t(now - 1'000 - queued_ns));
+}
+
+} // namespace
+
+TEST_CASE("a lone sender gets no hint; a second one halves both shares at once", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    CHECK(send(r, 3, 1'000));
+    CHECK(r.hint_mbps(3) == 0);
+    // Same epoch: nothing closed it, yet both senders are told half right away.
+    CHECK(send(r, 5, 2'000));
+    CHECK(r.hint_mbps(3) == 45'000);
+    CHECK(r.hint_mbps(5) == 45'000);
+    CHECK(send(r, 7, 3'000));
+    CHECK(r.hint_mbps(3) == 30'000);
+    CHECK(r.hint_mbps(7) == 30'000);
+    CHECK_FALSE(send(r, 7, 4'000)); // not a newcomer any more
+    CHECK(r.active() == 3);
+}
+
+TEST_CASE("a released sender's share goes back to the others at once", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, 1'000 + s);
+    }
+    // Water-fill once (an epoch closes), so the shares are no longer newcomers'.
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, k_epoch + 2'000 + s);
+    }
+    CHECK(r.hint_mbps(0) == 22'500);
+    r.release(3);
+    CHECK(r.hint_mbps(3) == 0);
+    CHECK(r.hint_mbps(0) == 30'000);
+    CHECK(r.hint_mbps(2) == 30'000);
+}
+
+TEST_CASE("an expected sender's share is set aside before it sends", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    r.expect(1, 0);
+    r.expect(2, 0);
+    r.expect(3, 0);
+    CHECK(r.expected() == 3);
+    send(r, 0, 1'000);
+    // The first sender's first ACK already carries its final share.
+    CHECK(r.hint_mbps(0) == 22'500);
+    CHECK(r.take_resplit());
+    // The expected ones join without moving anybody's share: no push is needed.
+    CHECK(send(r, 1, 2'000));
+    CHECK_FALSE(r.take_resplit());
+    CHECK(r.hint_mbps(0) == 22'500);
+    CHECK(r.hint_mbps(1) == 22'500);
+    CHECK(r.expected() == 2);
+    // Expected senders that never come stop holding a share after a few epochs.
+    for (uint64_t t = 1; t <= 12; ++t) {
+        send(r, 0, 2'000 + t * k_epoch);
+        send(r, 1, 2'000 + t * k_epoch + 1);
+    }
+    CHECK(r.expected() == 0);
+    CHECK(r.hint_mbps(0) == 45'000);
+}
+
+TEST_CASE("senders told a share that newcomers cut are listed for a pushed ACK", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    send(r, 0, 1'000, 0, 4);
+    send(r, 1, 1'100, 0, 6);
+    r.told(0, r.hint_mbps(0));
+    r.told(1, r.hint_mbps(1));
+    std::vector<uint32_t> stale;
+    auto collect = [&](uint32_t slot, uint16_t path) {
+        stale.push_back(slot);
+        CHECK(path == (slot == 0 ? 4 : 6));
+    };
+    r.for_each_stale(collect);
+    CHECK(stale.empty()); // told what they have
+    send(r, 2, 1'200);
+    r.for_each_stale(collect);
+    CHECK(stale == std::vector<uint32_t>{0, 1}); // 45 -> 30 Gb/s: a third less
+    stale.clear();
+    r.told(0, r.hint_mbps(0));
+    r.told(1, r.hint_mbps(1));
+    send(r, 3, 1'300);
+    r.for_each_stale(collect);
+    CHECK(stale.empty()); // 30 -> 22.5 Gb/s: a quarter, not yet worth an ACK
+    send(r, 4, 1'400);
+    r.for_each_stale(collect);
+    CHECK(stale == std::vector<uint32_t>{0, 1}); // 30 -> 18 Gb/s (slot 2 was never told)
+}
+
+TEST_CASE("a sender silent for several of its packet gaps leaves, and its share is re-split", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    send(r, 0, 1'000);
+    send(r, 1, 1'000);
+    send(r, 2, 1'000);
+    // Its bursts came 70 us apart at its share: four such gaps of silence, it is gone.
+    for (uint64_t t = 1; t <= 20; ++t) {
+        send(r, 0, t * k_epoch + 10);
+        send(r, 1, t * k_epoch + 20);
+        if (t == 6) {
+            CHECK(r.active() == 3); // a few of its gaps: still there
+        }
+    }
+    CHECK(r.active() == 2);
+    CHECK(r.hint_mbps(0) == 45'000);
+}
+
+TEST_CASE("a standing queue in front of the receiver is handed back", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    // Clean first epoch: each sender's smallest delay is learnt.
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, 1'000 + s);
+    }
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, k_epoch + 2'000 + s);
+    }
+    CHECK(r.hint_mbps(0) == 22'500);
+    // An epoch in which every packet queued at least 10 us.
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, 2 * k_epoch + 3'000 + s, 10'000);
+    }
+    send(r, 0, 3 * k_epoch + 4'000, 10'000);
+    const uint32_t cut = r.hint_mbps(0);
+    CHECK(cut < 22'500 * 3 / 4);
+    CHECK(cut >= 22'500 / 4);
+    // The queue is gone: the full share is back after one clean epoch.
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, 3 * k_epoch + 5'000 + s);
+    }
+    send(r, 0, 4 * k_epoch + 6'000);
+    CHECK(r.hint_mbps(0) == 22'500);
+}
+
+TEST_CASE("without a capacity there are no hints", "[rates]")
+{
+    rate_allocator r(0, k_util, k_epoch, 16);
+    send(r, 0, 1'000);
+    send(r, 1, 1'000);
+    r.expect(2, 0);
+    CHECK(r.hint_mbps(0) == 0);
+    CHECK(r.active() == 0);
+}
