@@ -1,110 +1,223 @@
 #!/usr/bin/env bash
-# Measures, over one net_memif link between two processes (one core each):
+# Measures, over one net_memif link between two processes (one core each by default):
 #   raw wire   : dpdk-testpmd txonly -> rxonly at the transport's full frame size
-#   transport  : metaroce-perf write_bw and send_bw at 4 KiB and 64 KiB messages
-#   latency    : metaroce-perf --raw send_lat (bare frames ping-pong) vs send_lat
-# and prints each with its ratio to the raw figure.
-#   ./scripts/bench.sh [--out FILE] [--seconds N]
+#   transport  : metaroce-perf write_bw and send_bw at 4 KiB and 64 KiB, read_bw at 64 KiB
+#   latency    : metaroce-perf --raw send_lat (bare frames ping-pong) vs send_lat, write_lat
+#   core       : scripts/core-budget.sh (instructions per data packet, no I/O), if present
+# Raw and transport runs alternate (raw, ours, raw, ours, ...) for --rounds rounds, so a
+# noisy neighbour hurts both alike; it prints the medians and the ratio of the medians.
+#   ./scripts/bench.sh [--out FILE] [--seconds N] [--rounds N] [--workers N] [--quick]
+#                      [--build DIR] [--no-core]
+# --workers N: lcores (transport workers) per metaroce-perf process, and -q N (more
+#   workers than cores: they float over all cores with --yield-idle).
+# --quick: one round of 1-second runs, for the test suite (checks the mechanics).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=
-secs=4
+secs=2
+rounds=3
+workers=1
+core=1
+build=${BUILD_DIR:-build}
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --seconds) secs=$2; shift 2 ;;
-    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --quick) secs=1; rounds=1; shift ;;
+    --build) build=$2; shift 2 ;;
+    --no-core) core=0; shift ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1'" >&2; exit 1 ;;
   esac
 done
-perf=build/app/metaroce-perf/metaroce-perf
-[ -x "$perf" ] || ninja -C build app/metaroce-perf/metaroce-perf
-command -v dpdk-testpmd >/dev/null || { echo "bench: dpdk-testpmd missing (apt-get install dpdk-dev)" >&2; exit 1; }
+perf=$build/app/metaroce-perf/metaroce-perf
+[ -x "$perf" ] || ninja -C "$build" app/metaroce-perf/metaroce-perf
 
 dir=$(mktemp -d /tmp/metaroce-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+tag=$$ # file prefixes of our own, so two benches (or a bench and a test) never collide
 eal=(--no-pci --no-huge -m 512 --log-level='*:warning')
 mtu=4096
 frame=$((42 + 20 + 24 + 16 + 4 + mtu))   # Eth/IPv4/UDP + largest transport headers + payload
 vdev() { echo "net_memif0,role=$1,socket=$dir/m.sock,socket-abstract=no,bsize=8192"; }
 wait_sock() { for _ in $(seq 100); do [ -S "$dir/m.sock" ] && return; sleep 0.1; done; }
+ncpu=$(nproc)
+all_cpus="0-$((ncpu - 1))"
+share=() # both processes' workers fit on their own cores, or they float and yield
+[ $((2 * workers)) -gt "$ncpu" ] && [ "$workers" -gt 1 ] && share=(--yield-idle)
+lcores() { # lcores FIRST_CPU: --lcores mapping worker lcores 0..workers-1 onto cpus
+  local m= i
+  for ((i = 0; i < workers; i++)); do
+    if [ ${#share[@]} -gt 0 ]; then m+="${m:+,}$i@($all_cpus)"; else m+="${m:+,}$i@$(((i + $1) % ncpu))"; fi
+  done
+  echo "--lcores=$m"
+}
+qps=()
+[ "$workers" -gt 1 ] && qps=(-q "$workers")
 
-# --- raw wire: testpmd needs a main lcore plus a forwarding lcore per process.
-rm -f "$dir/m.sock"
-timeout $((secs + 20)) dpdk-testpmd -l 0,1 --main-lcore 0 "${eal[@]}" --file-prefix=bench-rx \
-  --vdev="$(vdev server)" -- --forward-mode=rxonly -a --stats-period 1 --mbuf-size=9000 \
-  --total-num-mbufs=16384 --txd=1024 --rxd=1024 </dev/null >"$dir/rx.log" 2>&1 &
-rxpid=$!
-wait_sock
-timeout $((secs + 3)) dpdk-testpmd -l 0,1 --main-lcore 1 "${eal[@]}" --file-prefix=bench-tx \
-  --vdev="$(vdev client)" -- --forward-mode=txonly --mbuf-size=9000 --txpkts=$frame -a \
-  --total-num-mbufs=16384 --txd=1024 --rxd=1024 </dev/null >"$dir/tx.log" 2>&1 || true
-kill -INT $rxpid 2>/dev/null || true; wait $rxpid 2>/dev/null || true
-raw_gbps=$(grep -o 'Rx-bps: *[0-9]*' "$dir/rx.log" | awk '{print $2}' | sort -n | tail -3 | head -1 |
-  awk '{printf "%.3f", $1 / 1e9}')
-
-# --- metaroce-perf pairs: server on core 0, client on core 1.
-pair() { # pair NAME TEST [options]; writes $dir/NAME.json from the client
-  local name=$1; shift
+# --- raw wire. testpmd runs until a signal only with --stats-period (otherwise it
+# waits for Enter, reads EOF from stdin and stops at once). The receiver prints
+# Rx-bps every second; the steady samples are those between the first and the last
+# interval that carried anything (both partial), and their median is the figure.
+testpmd=$(command -v dpdk-testpmd || true)
+raw_source="dpdk-testpmd txonly->rxonly, median of steady 1 s Rx-bps samples"
+raw_once() { # raw_once N: one testpmd run; appends "gbps mpps" to $dir/raw.txt
   rm -f "$dir/m.sock"
-  timeout $((secs + 40)) "$perf" -l 0 "${eal[@]}" --file-prefix=bench-s --vdev="$(vdev server)" \
-    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 </dev/null >"$dir/$name.server.log" 2>&1 &
+  timeout -s INT $((secs + 20)) "$testpmd" -l 0,1 --main-lcore 0 "${eal[@]}" --file-prefix=bench-rx$tag \
+    --vdev="$(vdev server)" -- --forward-mode=rxonly -a --stats-period 1 --mbuf-size=9000 \
+    --total-num-mbufs=16384 --txd=1024 --rxd=1024 </dev/null >"$dir/rx$1.log" 2>&1 &
+  local rxpid=$!
+  wait_sock
+  # --mbuf-size before --txpkts: testpmd checks the frame against it while parsing.
+  timeout -s INT $((secs + 5)) "$testpmd" -l 0,1 --main-lcore 1 "${eal[@]}" --file-prefix=bench-tx$tag \
+    --vdev="$(vdev client)" -- --forward-mode=txonly --mbuf-size=9000 --txpkts=$frame -a \
+    --stats-period 1 --total-num-mbufs=16384 --txd=1024 --rxd=1024 </dev/null >"$dir/tx$1.log" 2>&1 || true
+  kill -INT $rxpid 2>/dev/null || true; wait $rxpid 2>/dev/null || true
+  python3 - "$dir/rx$1.log" >>"$dir/raw.txt" <<'PY'
+import re, statistics, sys
+t = open(sys.argv[1], errors="replace").read()
+s = [(int(p), int(b)) for p, b in re.findall(r"Rx-pps:\s*(\d+)\s+Rx-bps:\s*(\d+)", t)]
+on = [i for i, (p, b) in enumerate(s) if b > 0]
+steady = s[on[0] + 1:on[-1]] if len(on) > 2 else [s[i] for i in on]
+steady = [x for x in steady if x[1] > 0] or [(0, 0)]
+print("%.3f %.4f" % (statistics.median(b for _, b in steady) / 1e9,
+                     statistics.median(p for p, _ in steady) / 1e6))
+PY
+}
+
+# --- metaroce-perf pairs: server's workers from cpu 0, client's from cpu `workers`.
+pair() { # pair NAME TEST [options]: one try, and a second if the first gave no result
+  pair_once "$@"
+  [ -s "$dir/$1.json" ] || { echo "bench: $1: trying once more" >&2; pair_once "$@"; }
+}
+pair_once() { # pair_once NAME TEST [options]; writes $dir/NAME.json from the client
+  local name=$1; shift
+  rm -f "$dir/m.sock" "$dir/$name.json"
+  timeout $((secs + 40)) "$perf" "$(lcores 0)" "${eal[@]}" --file-prefix=bench-s$tag --vdev="$(vdev server)" \
+    -- "$@" "${share[@]}" --timeout 20 --min-rto-us 1000 --max-timeouts 20 </dev/null >"$dir/$name.server.log" 2>&1 &
   local spid=$!
   wait_sock
-  timeout $((secs + 40)) "$perf" -l 1 "${eal[@]}" --file-prefix=bench-c --vdev="$(vdev client)" \
-    -- "$@" --timeout 20 --min-rto-us 1000 --max-timeouts 20 --out_json_file="$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
+  timeout $((secs + 40)) "$perf" "$(lcores "$workers")" "${eal[@]}" --file-prefix=bench-c$tag \
+    --vdev="$(vdev client)" -- "$@" "${share[@]}" --timeout 20 --min-rto-us 1000 --max-timeouts 20 \
+    --out_json_file="$dir/$name.json" 10.0.0.1 </dev/null >"$dir/$name.log" 2>&1 || true
   wait $spid 2>/dev/null || true
   [ -s "$dir/$name.json" ] || { echo "bench: $name failed:" >&2; tail -3 "$dir/$name.log" >&2; }
 }
-field() { # field NAME KEY
+field() { # field NAME KEY: one number from a client's JSON, or null
   python3 -c 'import json,sys
 try:
     r = json.load(open(sys.argv[1]))["results"]; print("%.3f" % r[sys.argv[2]])
 except Exception: print("null")' "$dir/$1.json" "$2"
 }
-raw_source="dpdk-testpmd txonly->rxonly"
-if [ -z "$raw_gbps" ] || [ "$(echo "$raw_gbps" | tr -d '0.')" = "" ]; then
-  # testpmd did not carry frames here: fall back to metaroce-perf --raw, bare
-  # frames of the same size streamed without the transport (what the server got).
-  raw_source="metaroce-perf --raw write_bw (testpmd failed)"
-  pair rawbw write_bw --raw -D "$secs" --report_gbits
-  raw_gbps=$(awk '/#bytes/ {getline; printf "%.3f", $4; exit}' "$dir/rawbw.server.log")
+keep() { echo "$2" >>"$dir/$1.txt"; } # keep NAME VALUE: one round's figure
+
+: >"$dir/raw.txt"
+for ((r = 1; r <= rounds; r++)); do
+  echo "bench: round $r of $rounds" >&2
+  if [ -n "$testpmd" ]; then
+    raw_once "$r"
+    if [ "$(tail -1 "$dir/raw.txt" | cut -d' ' -f1)" = "0.000" ]; then
+      # A loaded machine can take longer to start testpmd than the run lasts.
+      echo "bench: testpmd carried nothing in round $r; trying once more" >&2
+      sed -i '$d' "$dir/raw.txt"
+      raw_once "$r"
+    fi
+  else
+    # No testpmd: bare frames of the same size streamed by metaroce-perf --raw, without
+    # the transport (what the server got).
+    raw_source="metaroce-perf --raw write_bw (dpdk-testpmd missing)"
+    pair rawbw write_bw --raw -D "$secs" --report_gbits
+    awk '/#bytes/ {getline; printf "%.3f null\n", $4; exit}' "$dir/rawbw.server.log" >>"$dir/raw.txt"
+  fi
+  bw=(-D "$secs" --report_gbits "${qps[@]}")
+  pair wr4k write_bw -s 4096 "${bw[@]}";   keep wr4k "$(field wr4k BW_average)"
+  pair wr64k write_bw -s 65536 "${bw[@]}"; keep wr64k "$(field wr64k BW_average)"
+  pair sd4k send_bw -s 4096 "${bw[@]}";    keep sd4k "$(field sd4k BW_average)"
+  pair sd64k send_bw -s 65536 "${bw[@]}";  keep sd64k "$(field sd64k BW_average)"
+  pair rd64k read_bw -s 65536 "${bw[@]}";  keep rd64k "$(field rd64k BW_average)"
+  pair rawlat send_lat --raw -s 2 -n 10000; keep rawlat "$(field rawlat t_typical)"
+  pair slat send_lat -s 2 -n 10000;         keep slat "$(field slat t_typical)"
+  pair wlat write_lat -s 2 -n 10000;        keep wlat "$(field wlat t_typical)"
+done
+
+# --- the core's budget (no I/O): scripts/core-budget.sh, when there and valgrind is.
+core_note="scripts/core-budget.sh --json"
+echo '{}' >"$dir/core.json"
+if [ "$core" -eq 0 ]; then
+  core_note="skipped (--no-core)"
+elif [ ! -x scripts/core-budget.sh ]; then
+  core_note="scripts/core-budget.sh missing"
+elif ! BUILD_DIR=$build scripts/core-budget.sh --json --build "$build" >"$dir/core.json" 2>"$dir/core.log"; then
+  core_note="scripts/core-budget.sh failed: $(tail -1 "$dir/core.log")"
+  echo '{}' >"$dir/core.json"
 fi
-pair wr4k write_bw -s 4096 -D "$secs" --report_gbits
-pair wr64k write_bw -s 65536 -D "$secs" --report_gbits
-pair sd4k send_bw -s 4096 -D "$secs" --report_gbits
-pair sd64k send_bw -s 65536 -D "$secs" --report_gbits
-pair rawlat send_lat --raw -s 2 -n 10000
-pair lat send_lat -s 2 -n 10000
 
-bw=BW_average # Gb/s with --report_gbits
-wr4k=$(field wr4k "$bw"); wr64k=$(field wr64k "$bw")
-sd4k=$(field sd4k "$bw"); sd64k=$(field sd64k "$bw")
-rawlat=$(field rawlat "t_typical"); lat=$(field lat "t_typical")
+python3 - "$dir" "$out" "$frame" "$mtu" "$secs" "$rounds" "$workers" "$raw_source" "$core_note" <<'PY'
+import json, statistics, sys
+d, out, frame, mtu, secs, rounds, workers, raw_source, core_note = sys.argv[1:10]
 
-ratio() { python3 -c 'import sys
-a, b = sys.argv[1], sys.argv[2]
-print("n/a" if "null" in (a, b) or float(b) == 0 else "%.2f" % (float(a) / float(b)))' "$1" "$2"; }
-printf '\nmetaroce bench: one net_memif link, one core per side, frame %d bytes (MTU %d)\n' "$frame" "$mtu"
-printf '%-40s %12s %10s\n' "measurement" "value" "ratio"
-printf '%-40s %12s %10s\n' "raw memif Gb/s ($raw_source)" "$raw_gbps" "1.00"
-printf '%-40s %12s %10s\n' "write_bw 4 KiB  Gb/s" "$wr4k" "$(ratio "$wr4k" "$raw_gbps")"
-printf '%-40s %12s %10s\n' "write_bw 64 KiB Gb/s" "$wr64k" "$(ratio "$wr64k" "$raw_gbps")"
-printf '%-40s %12s %10s\n' "send_bw 4 KiB   Gb/s" "$sd4k" "$(ratio "$sd4k" "$raw_gbps")"
-printf '%-40s %12s %10s\n' "send_bw 64 KiB  Gb/s" "$sd64k" "$(ratio "$sd64k" "$raw_gbps")"
-printf '%-40s %12s %10s\n' "raw ping-pong half RTT us (2 B)" "$rawlat" "1.00"
-printf '%-40s %12s %10s\n' "send_lat half RTT us (2 B)" "$lat" "$(ratio "$lat" "$rawlat")"
-if [ -n "$out" ]; then
-  python3 - "$out" "$frame" "$raw_gbps" "$wr4k" "$wr64k" "$sd4k" "$sd64k" "$rawlat" "$lat" "$secs" "$raw_source" <<'PY'
-import json, sys
-def num(s):
-    return None if s in ("null", "") else float(s)
-o, frame, raw, w4, w64, s4, s64, rl, l = sys.argv[1:10]
-json.dump({"frame_bytes": int(frame), "raw_gbps": num(raw), "raw_source": sys.argv[11],
-           "write_bw_gbps": {"4k": num(w4), "64k": num(w64)},
-           "send_bw_gbps": {"4k": num(s4), "64k": num(s64)},
-           "raw_half_rtt_us": num(rl), "send_lat_half_rtt_us": num(l),
-           "seconds_per_run": int(sys.argv[10])}, open(o, "w"), indent=2)
+def runs(name):
+    try:
+        v = [l.split()[0] for l in open(f"{d}/{name}.txt") if l.strip()]
+    except OSError:
+        return []
+    return [None if x == "null" else float(x) for x in v]
+
+def med(v):
+    v = [x for x in v if x is not None]
+    return round(statistics.median(v), 3) if v else None
+
+def ratio(a, b):
+    return None if a is None or not b else round(a / b, 2)
+
+raw_runs = runs("raw")
+raw_mpps = [float(l.split()[1]) for l in open(f"{d}/raw.txt") if l.split()[1:] and l.split()[1] != "null"]
+R = {k: runs(k) for k in ("wr4k", "wr64k", "sd4k", "sd64k", "rd64k", "rawlat", "slat", "wlat")}
+M = {k: med(v) for k, v in R.items()}
+raw = med(raw_runs)
+core = json.load(open(f"{d}/core.json"))
+
+def fmt(x):
+    return "null" if x is None else "%.3f" % x
+
+print(f"\nmetaroce bench: one net_memif link, {workers} worker(s) per side, frame {frame} bytes "
+      f"(MTU {mtu}), {rounds} alternating round(s) of {secs} s runs; medians")
+print("%-44s %12s %8s  %s" % ("measurement", "median", "ratio", "runs"))
+def row(label, v, base, rs):
+    r = ratio(v, base)
+    print("%-44s %12s %8s  %s" % (label, fmt(v), "n/a" if r is None else "%.2f" % r,
+                                   " ".join(fmt(x) for x in rs)))
+row(f"raw memif Gb/s", raw, raw, raw_runs)
+row("write_bw 4 KiB  Gb/s", M["wr4k"], raw, R["wr4k"])
+row("write_bw 64 KiB Gb/s", M["wr64k"], raw, R["wr64k"])
+row("send_bw 4 KiB   Gb/s", M["sd4k"], raw, R["sd4k"])
+row("send_bw 64 KiB  Gb/s", M["sd64k"], raw, R["sd64k"])
+row("read_bw 64 KiB  Gb/s", M["rd64k"], raw, R["rd64k"])
+row("raw ping-pong half RTT us (2 B)", M["rawlat"], M["rawlat"], R["rawlat"])
+row("send_lat half RTT us (2 B)", M["slat"], M["rawlat"], R["slat"])
+row("write_lat half RTT us (2 B)", M["wlat"], M["rawlat"], R["wlat"])
+print(f" raw: {raw_source}")
+print(" core instructions per data packet (both endpoints, copies excluded): %s; ns per packet: %s (%s)"
+      % (core.get("core_instructions_per_packet", "null"), core.get("core_ns_per_packet", "null"), core_note))
+if out:
+    json.dump({
+        "frame_bytes": int(frame), "raw_gbps": raw, "raw_source": raw_source,
+        "raw_mpps": med(raw_mpps),
+        "write_bw_gbps": {"4k": M["wr4k"], "64k": M["wr64k"]},
+        "send_bw_gbps": {"4k": M["sd4k"], "64k": M["sd64k"]},
+        "read_bw_gbps": {"64k": M["rd64k"]},
+        "raw_half_rtt_us": M["rawlat"], "send_lat_half_rtt_us": M["slat"],
+        "write_lat_half_rtt_us": M["wlat"],
+        "ratios": {"write_bw_64k": ratio(M["wr64k"], raw), "send_bw_64k": ratio(M["sd64k"], raw),
+                   "read_bw_64k": ratio(M["rd64k"], raw), "send_lat": ratio(M["slat"], M["rawlat"]),
+                   "write_lat": ratio(M["wlat"], M["rawlat"])},
+        "runs": {"raw_gbps": raw_runs, **R},
+        "workers": int(workers), "rounds": int(rounds), "seconds_per_run": int(secs),
+        "core_ns_per_packet": core.get("core_ns_per_packet"),
+        "core_instructions_per_packet": core.get("core_instructions_per_packet"),
+        "core_source": core_note,
+    }, open(out, "w"), indent=2)
+    print(f"wrote {out}")
 PY
-  echo "wrote $out"
-fi

@@ -50,8 +50,10 @@ int session::run_client()
     h.len = wire::be64_t::from_host(data_.size());
     h.va = wire::be64_t::from_host(data_mr_.va);
     h.rkey = wire::be32_t::from_host(data_mr_.rkey);
+    h.a = wire::be64_t::from_host(share_.count);
     send_ctrl(h);
     const ctrl_msg r = expect_ctrl(ctrl_type::region, "the server's hello reply");
+    check_peer_workers(r.a.host(), "server");
     remote_va_ = r.va.host();
     remote_rkey_ = r.rkey.host();
 
@@ -88,7 +90,9 @@ int session::run_client()
         }
         bad_total += local_bad + finish_size(d).bad;
         eng_.reset();
-        if (o_.output != output_kind::full) {
+        if (!own_report()) {
+            continue;
+        } else if (o_.output != output_kind::full) {
             o_.is_bw() ? print_bw_number(o_, bw_rows.back()) : print_lat_number(lat_rows.back());
         } else if (o_.is_bw()) {
             print_bw_row(bw_rows.back());
@@ -96,11 +100,16 @@ int session::run_client()
             print_lat_row(lat_rows.back());
         }
     }
-    if (o_.output == output_kind::full) {
+    if (o_.output == output_kind::full && own_report()) {
         print_dashes();
     }
     send_ctrl(make_ctrl(ctrl_type::bye));
     wait([&] { return ctrl_.sends_done(); }, "the server to take bye");
+    result_ = session_result{bw_rows, lat_rows, bad_total, true};
+    if (!own_report()) {
+        close_all();
+        return bad_total != 0 ? 2 : 0;
+    }
     const std::string state = !o_.verify ? "skipped" : bad_total == 0 ? "ok" : "FAILED";
     print_verification(o_, o_.verify, bad_total);
     if (!o_.out_json.empty() &&

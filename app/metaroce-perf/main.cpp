@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <atomic>
 
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 
 #include "dpdk/capture.hpp"
@@ -16,6 +17,7 @@
 #include "dpdk/node.hpp"
 #include "dpdk/stats_json.hpp"
 #include "options.hpp"
+#include "multi_run.hpp"
 #include "perf_io.hpp"
 #include "raw.hpp"
 #include "session.hpp"
@@ -88,10 +90,14 @@ int main(int argc, char** argv)
         np.transport = perf::transport_from(o, np.transport);
         np.accept_incoming = !o.client;
         np.udp_csum_software = o.udp_csum_sw;
+        np.inbound_capacity_mbps = o.inbound_capacity_mbps;
+        np.tx_copy = o.tx_copy;
         np.max_connections = std::max<uint32_t>(64, o.qps * 2);
         for (const auto& g : o.gateways) {
             np.gateways.emplace_back(g);
         }
+        // One worker per lcore (-l), worker 0 on the main lcore (multi_run.hpp).
+        np.workers = o.raw ? 1 : uint16_t(rte_lcore_count());
         dpdk::node n(np);
         perf::run_info info;
         for (const auto& c : n.ports()) {
@@ -114,8 +120,11 @@ int main(int argc, char** argv)
             if (o.raw) {
                 info.transport = "raw UDP";
                 rc = perf::run_raw(n, o, info);
+            } else if (n.workers() > 1) {
+                rc = perf::run_workers(n, o, info);
             } else {
                 perf::dpdk_io io(n.w());
+                io.yield_when_idle(o.yield_idle);
                 perf::session s(io, o, info);
                 rc = s.run();
             }
@@ -136,6 +145,30 @@ int main(int argc, char** argv)
             nlohmann::json j;
             j["worker"] = dpdk::to_json(n.w().counters());
             j["transport"] = dpdk::to_json(n.w().ep().stats());
+            j["rate_hints"] = {{"inbound_capacity_mbps", n.capacity().mbps}, {"source", n.capacity().source}};
+            if (dpdk::k_stage_timing) { // built with -Dstage_timing=true
+                j["stages"] = dpdk::to_json(n.w().stages());
+            }
+            for (const auto& c : n.ports()) {
+                rte_eth_stats ps{};
+                if (rte_eth_stats_get(c.port_id, &ps) == 0) {
+                    nlohmann::json q;
+                    for (size_t i = 0; i < n.workers() && i < RTE_ETHDEV_QUEUE_STAT_CNTRS; ++i) {
+                        q.push_back({{"ipackets", ps.q_ipackets[i]}, {"opackets", ps.q_opackets[i]}});
+                    }
+                    j["ports"].push_back({{"port", c.port_id}, {"ipackets", ps.ipackets}, {"opackets", ps.opackets},
+                                          {"imissed", ps.imissed}, {"ierrors", ps.ierrors},
+                                          {"oerrors", ps.oerrors}, {"rx_nombuf", ps.rx_nombuf}, {"queues", q}});
+                }
+            }
+            if (n.workers() > 1) {
+                // Per worker, with the hand-off counters (frames that came in on another
+                // worker's queue).
+                for (size_t k = 0; k < n.workers(); ++k) {
+                    j["workers"].push_back({{"worker", dpdk::to_json(n.w(k).counters())},
+                                            {"transport", dpdk::to_json(n.w(k).ep().stats())}});
+                }
+            }
             std::fprintf(stderr, "%s\n", j.dump(1).c_str());
         }
         if (failure) {

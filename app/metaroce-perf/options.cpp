@@ -55,12 +55,16 @@ enum long_only : int {
     opt_local,
     opt_timeout,
     opt_udp_csum,
+    opt_tx_copy,
     opt_counters,
     opt_min_rto,
     opt_max_timeouts,
     opt_gateway,
     opt_plane_log,
+    opt_cross_workers,
+    opt_yield_idle,
     opt_backend,
+    opt_inbound_capacity,
 };
 
 // "aa:..:ff[,aa:..:ff...]": one unicast next-hop MAC per plane.
@@ -161,12 +165,20 @@ void print_usage(const char* prog)
         "                         the --local address, plane p at that + p x 256; no port needed)\n"
         "      --timeout SEC      give up after SEC s without progress (default 30)\n"
         "      --udp-csum         compute UDP checksums in software when not offloaded\n"
+        "      --tx-copy          copy payloads into mbufs (default: sent in place from the\n"
+        "                         registered buffer where the ports take chained mbufs)\n"
         "      --counters         print datapath and transport counters at exit\n"
         "      --min-rto-us N     transport minimum RTO (software links on shared cores: 1000;\n"
         "                         --backend udp: 20000 unless given)\n"
         "      --max-timeouts N   consecutive RTOs of a path before the connection fails\n"
         "      --gateway MAC[,MAC] next-hop router MAC per plane (routed fabric; else on-link)\n"
         "      --plane-log        print plane state changes and per-plane frames at exit\n"
+        "      --cross-workers    client with several lcores: worker k dials the server's worker\n"
+        "                         k+1 (mod workers), so frames cross queues (tests the hand-off)\n"
+        "      --yield-idle       an idle worker yields its CPU (sched_yield): for more busy\n"
+        "                         lcores than cores (shared machines, tests)\n"
+        "      --inbound-capacity M  receiver rate hints: this node's inbound Mb/s (0: off);\n"
+        "                         auto (default): the link speed, off on virtual ports (memif)\n"
         "  Refused, with what to use: -d -i -x -p -b -W --run_infinitely --cpu_util\n"
         "  -h, --help\n",
         prog, dpdk::k_max_planes);
@@ -207,12 +219,16 @@ std::optional<options> parse_options(int argc, char** argv)
         {"local", required_argument, nullptr, opt_local},
         {"timeout", required_argument, nullptr, opt_timeout},
         {"udp-csum", no_argument, nullptr, opt_udp_csum},
+        {"tx-copy", no_argument, nullptr, opt_tx_copy},
         {"counters", no_argument, nullptr, opt_counters},
         {"min-rto-us", required_argument, nullptr, opt_min_rto},
         {"max-timeouts", required_argument, nullptr, opt_max_timeouts},
         {"gateway", required_argument, nullptr, opt_gateway},
         {"plane-log", no_argument, nullptr, opt_plane_log},
+        {"cross-workers", no_argument, nullptr, opt_cross_workers},
+        {"yield-idle", no_argument, nullptr, opt_yield_idle},
         {"backend", required_argument, nullptr, opt_backend},
+        {"inbound-capacity", required_argument, nullptr, opt_inbound_capacity},
         {nullptr, 0, nullptr, 0},
     };
     options o;
@@ -312,6 +328,7 @@ std::optional<options> parse_options(int argc, char** argv)
             break;
         case opt_timeout: o.timeout_s = uint32_t(parse_uint("--timeout", optarg, 1, 3600)); break;
         case opt_udp_csum: o.udp_csum_sw = true; break;
+        case opt_tx_copy: o.tx_copy = true; break;
         case opt_counters: o.show_counters = true; break;
         case opt_min_rto: o.min_rto_us = uint32_t(parse_uint("--min-rto-us", optarg, 1, 1000000)); break;
         case opt_max_timeouts:
@@ -319,6 +336,13 @@ std::optional<options> parse_options(int argc, char** argv)
             break;
         case opt_gateway: o.gateways = parse_gateways(optarg); break;
         case opt_plane_log: o.plane_log = true; break;
+        case opt_cross_workers: o.cross_workers = true; break;
+        case opt_yield_idle: o.yield_idle = true; break;
+        case opt_inbound_capacity:
+            if (std::string(optarg) != "auto") {
+                o.inbound_capacity_mbps = parse_uint("--inbound-capacity", optarg, 0, 100'000'000);
+            }
+            break;
         case opt_backend:
             if (std::string(optarg) == "dpdk") {
                 o.backend = backend_kind::dpdk;

@@ -49,11 +49,16 @@ struct options {
     bool pdump = true;             // serve dpdk-dumpcap (--no-pdump: off)
     uint32_t timeout_s = 30;       // give up waiting for the peer
     bool udp_csum_sw = false;
+    bool tx_copy = false;          // --tx-copy: no zero-copy sends (dpdk/extbuf.hpp)
     bool show_counters = false;
     uint32_t min_rto_us = 0;       // 0: the core's default
     uint32_t max_timeouts = 0;     // 0: the core's default
     std::vector<dpdk::mac_addr> gateways; // --gateway: next-hop MAC per plane (routed fabric)
     bool plane_log = false;        // --plane-log: plane events and per-plane frames at exit
+    bool cross_workers = false;    // --cross-workers: client worker k dials server worker k+1
+    bool yield_idle = false;       // --yield-idle: an idle worker sched_yields (shared cores)
+    // --inbound-capacity: rate hints' capacity in Mb/s, 0 off; nullopt (auto): link speed
+    std::optional<uint64_t> inbound_capacity_mbps;
     bool is_bw() const noexcept { return engines::is_bw(test); }
 };
 

@@ -3,6 +3,8 @@
 // reach its endpoint, count what arrives (--timeout measures silence with it).
 #pragma once
 
+#include <sched.h>
+
 #include <cstdint>
 
 #include "dpdk/worker.hpp"
@@ -20,19 +22,37 @@ public:
     virtual void flush() noexcept = 0;
     virtual uint32_t node() const noexcept = 0; // the node address (plane 0)
     virtual uint64_t rx_frames() const noexcept = 0;
+    // Memory registered with the endpoint that the ports may send from in place, and its
+    // removal, which waits until no frame in flight refers to it (DPDK zero copy).
+    virtual void mem_added(const void*, size_t) {}
+    virtual void mem_removed(const void*) {}
+    // The worker's stage timing (dpdk/stage_timing.hpp), to add `completion`; or null.
+    virtual dpdk::stage_times* stages() noexcept { return nullptr; }
 };
 
 class dpdk_io final : public perf_io {
 public:
     explicit dpdk_io(dpdk::worker& w) : w_(w) {}
     endpoint& ep() noexcept override { return w_.ep(); }
-    void poll(uint64_t now_ns) override { w_.poll(now_ns); }
+    void poll(uint64_t now_ns) override
+    {
+        if (!w_.poll(now_ns) && yield_idle_) {
+            sched_yield();
+        }
+    }
+    // Shared cores: an idle worker gives its CPU to the others (several workers per core).
+    void yield_when_idle(bool on) noexcept { yield_idle_ = on; }
     void flush() noexcept override { w_.flush(); }
     uint32_t node() const noexcept override { return w_.node(); }
-    uint64_t rx_frames() const noexcept override { return w_.counters().rx_frames; }
+    // Polled here or handed on by a sibling (crossed queues): either shows the peer alive.
+    uint64_t rx_frames() const noexcept override { return w_.counters().rx_frames + w_.counters().handoff_in; }
+    void mem_added(const void* base, size_t len) override { w_.tx_register(base, len); }
+    void mem_removed(const void* base) override { w_.tx_deregister(base); }
+    dpdk::stage_times* stages() noexcept override { return &w_.stages(); }
 
 private:
     dpdk::worker& w_;
+    bool yield_idle_ = false;
 };
 
 } // namespace metaroce::perf

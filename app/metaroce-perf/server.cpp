@@ -15,6 +15,24 @@ using namespace engines;
 
 int session::run_server()
 {
+    if (share_.count > 1) {
+        // Served only when a client worker dials this worker's address: wait for one
+        // until the workers that got theirs are all done (--timeout while none has).
+        const uint64_t deadline = clk_.now_ns() + uint64_t(o_.timeout_s) * 1'000'000'000ull;
+        while (conns_.empty()) {
+            const unsigned got = share_.clients->load(std::memory_order_acquire);
+            if (got != 0 && share_.finished->load(std::memory_order_acquire) == got) {
+                return 0;
+            }
+            step();
+            check_running();
+            if (got == 0 && now_ > deadline) {
+                throw std::runtime_error("timed out after " + std::to_string(o_.timeout_s) +
+                                         " s waiting for a client to connect");
+            }
+        }
+        share_.clients->fetch_add(1, std::memory_order_acq_rel);
+    }
     wait([&] { return !conns_.empty(); }, "a client to connect");
     const ctrl_msg h = expect_ctrl(ctrl_type::region, "the client's hello");
     if (test_kind(h.test) != o_.test) {
@@ -23,6 +41,7 @@ int session::run_server()
                                  " (run the same test on both sides)");
     }
     o_.qps = h.qps.host();
+    check_peer_workers(h.a.host(), "client");
     remote_va_ = h.va.host();
     remote_rkey_ = h.rkey.host();
     alloc_region(h.len.host());
@@ -31,6 +50,7 @@ int session::run_server()
     r.va = wire::be64_t::from_host(data_mr_.va);
     r.rkey = wire::be32_t::from_host(data_mr_.rkey);
     r.len = wire::be64_t::from_host(data_.size());
+    r.a = wire::be64_t::from_host(share_.count);
     send_ctrl(r);
 
     print_preamble();
@@ -70,12 +90,19 @@ int session::run_server()
         if (answers.back().type == ctrl_type::verdict) {
             bad_total += read_verdict(answers.back()).bad;
             eng_.reset();
-            if (o_.is_bw() && o_.output != output_kind::full) {
+            if (!own_report()) {
+                continue;
+            } else if (o_.is_bw() && o_.output != output_kind::full) {
                 print_bw_number(o_, bw_rows.back());
             } else if (o_.is_bw()) {
                 print_bw_row(bw_rows.back());
             }
         }
+    }
+    result_ = session_result{bw_rows, lat_rows, bad_total, true};
+    if (!own_report()) {
+        wait_client_gone();
+        return bad_total != 0 ? 2 : 0;
     }
     if (o_.output == output_kind::full) {
         print_dashes();
@@ -122,9 +149,18 @@ void session::wait_client_gone()
     // region (SIGSEGV in memif's rx memcpy; about 1 run in 2 with the default 2 KiB
     // bsize, where a 4 KiB frame spans 3 descriptors). The connection is closed, so
     // nothing is left to receive: just watch the link.
+    // With several workers the link stays up until every client worker is done, and
+    // this worker's queues still carry its siblings' frames (crossed connections, no
+    // rte_flow): only its poll hands them on, so it keeps polling (link_guard keeps the
+    // bursts clear of memif's disconnect handling). Sleeping here starved a sibling's
+    // connection for up to 2 s: RTO storm, then "peer stopped answering".
     const uint64_t link_until = clk_.now_ns() + 2'000'000'000ull;
     while (clk_.now_ns() < link_until && info_.link_up && info_.link_up()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (share_.count > 1) {
+            w_.poll(clk_.now_ns());
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
     }
 }
 

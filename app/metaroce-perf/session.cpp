@@ -14,8 +14,8 @@ extern std::atomic<bool> g_quit;
 
 using namespace engines;
 
-session::session(perf_io& io, const options& o, const run_info& info)
-    : w_(io), ep_(io.ep()), o_(o), info_(info)
+session::session(perf_io& io, const options& o, const run_info& info, const worker_share& share)
+    : w_(io), ep_(io.ep()), o_(o), info_(info), share_(share)
 {
     ctrl_buf_ = dpdk::eal_buffer("perf_ctrl", ctrl_channel::k_bytes, -1);
     auto mr = ep_.memory().register_region(ctrl_buf_.data(), ctrl_buf_.size(), access::local_write);
@@ -32,6 +32,7 @@ void session::alloc_region(uint64_t len)
     }
     if (data_mr_.lkey != 0) {
         ep_.memory().deregister(data_mr_.lkey);
+        w_.mem_removed(data_.data()); // frames sent in place from it are freed first
     }
     data_ = dpdk::eal_buffer("perf_data", len, -1);
     auto mr = ep_.memory().register_region(
@@ -40,6 +41,7 @@ void session::alloc_region(uint64_t len)
         throw std::runtime_error("cannot register the data buffer");
     }
     data_mr_ = *mr;
+    w_.mem_added(data_.data(), len);
     half_ = len / 2;
 }
 
@@ -66,8 +68,13 @@ void session::step()
         on_event(ev[i]);
     }
     std::array<completion, 64> cq;
-    for (size_t n = ep_.poll_cq(cq), i = 0; i < n; ++i) {
+    const uint64_t t_cq = dpdk::stage_times::begin();
+    const size_t ncq = ep_.poll_cq(cq);
+    for (size_t i = 0; i < ncq; ++i) {
         on_completion(cq[i]);
+    }
+    if (dpdk::k_stage_timing && ncq != 0 && w_.stages() != nullptr) {
+        w_.stages()->end(dpdk::stage::completion, t_cq, ncq);
     }
     if (eng_) {
         // A fresh time: latency engines stamp the echoes they notice with it.
@@ -237,7 +244,11 @@ void session::connect_all()
                                      ": connection setup timed out (no answer to " +
                                      std::to_string(tries * per_try) + " attempts in " + took +
                                      " s); is the metaroce-perf server running, and is that its "
-                                     "--local address (default 10.0.0.1)?");
+                                     "--local address (default 10.0.0.1)?" +
+                                     (share_.index == 0 ? "" :
+                                      " This is the address of the server's worker " + std::to_string(share_.index) +
+                                      ": give the server at least " + std::to_string(share_.index + 1) +
+                                      " lcores (-l), as many as this client."));
         }
         if (tries == 1) {
             std::fprintf(stderr, "metaroce-perf: no answer from the server at %s yet; retrying for up to %u s "
@@ -247,6 +258,18 @@ void session::connect_all()
     connected_ = true;
     remote_ip_ = o_.server_addr;
     open_ctrl();
+}
+
+void session::check_peer_workers(uint64_t peer, const char* who) const
+{
+    peer = std::max<uint64_t>(peer, 1);
+    if (peer == share_.count || info_.device.find("memif") == std::string::npos) {
+        return;
+    }
+    throw std::runtime_error(std::string("the ") + who + " runs " + std::to_string(peer) +
+                             " worker(s), this side " + std::to_string(share_.count) +
+                             ": net_memif pairs queue i with the peer's queue i and a queue the peer "
+                             "does not have carries nothing; give both sides as many lcores (-l)");
 }
 
 void session::close_all()
@@ -299,11 +322,14 @@ address_line session::remote_address() const
 
 void session::print_preamble() const
 {
-    if (o_.output != output_kind::full) {
+    if (o_.output != output_kind::full || share_.index != 0) {
         return; // perftest: --output prints the bare numbers only
     }
     print_header(o_, info_);
     print_addresses(local_address(), remote_address());
+    if (!own_report()) {
+        return; // the main lcore prints the title with the summed rows
+    }
     if (o_.is_bw()) {
         print_bw_title(o_);
     } else {

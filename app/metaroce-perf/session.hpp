@@ -20,14 +20,17 @@
 #include "options.hpp"
 #include "perf_io.hpp"
 #include "report.hpp"
+#include "worker_share.hpp"
 
 namespace metaroce::perf {
 
 class session {
 public:
-    session(perf_io& io, const options& o, const run_info& info);
+    session(perf_io& io, const options& o, const run_info& info, const worker_share& share = {});
     // Runs the whole test; returns the process exit code.
     int run() { return o_.client ? run_client() : run_server(); }
+    // The rows and verification, for the main lcore to add up (several workers).
+    const session_result& result() const noexcept { return result_; }
 
 private:
     // session.cpp
@@ -49,6 +52,8 @@ private:
     // perftest's header, both address lines and the table's title.
     void print_preamble() const;
     void connect_all();
+    // memif pairs queue i with the peer's queue i: both sides need as many workers.
+    void check_peer_workers(uint64_t peer, const char* who) const;
     void close_all();
 
     // client.cpp
@@ -87,6 +92,11 @@ private:
     uint32_t remote_ip_ = 0;
 
     std::unique_ptr<engines::engine> eng_; // the current size's
+
+    worker_share share_;
+    session_result result_;
+    // Several workers: rows, verification and JSON are the main lcore's (summed).
+    bool own_report() const noexcept { return share_.count == 1; }
 };
 
 } // namespace metaroce::perf

@@ -51,24 +51,42 @@ application::application(const app_config& cfg) : cfg_(cfg)
         admin_down_[p].store(false);
         link_down_[p].store(false);
     }
-    dp_ = std::make_unique<datapath>(cfg_, &admin_);
-    unsigned lcore = RTE_MAX_LCORE;
-    if (!cfg_.lcores.empty()) {
-        lcore = cfg_.lcores[0];
-        if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
-            throw std::invalid_argument("config lcores[0] = " + std::to_string(lcore) +
+    // One datapath lane per worker lcore; the main lcore runs the prompt.
+    std::vector<unsigned> lcores(cfg_.lcores.begin(), cfg_.lcores.end());
+    if (lcores.size() > 1 && cfg_.udp) {
+        throw std::invalid_argument("config lcores: " + std::to_string(lcores.size()) +
+                                    " lcores given, but the udp backend runs one datapath worker; give one");
+    }
+    if (lcores.size() > dpdk::k_max_workers) {
+        throw std::invalid_argument("config lcores: at most " + std::to_string(dpdk::k_max_workers) + " workers");
+    }
+    for (size_t i = 0; i < lcores.size(); ++i) {
+        const unsigned lc = lcores[i];
+        if (!rte_lcore_is_enabled(lc) || lc == rte_get_main_lcore()) {
+            throw std::invalid_argument("config lcores[" + std::to_string(i) + "] = " + std::to_string(lc) +
                                         " is not a worker lcore of -l (the main lcore runs the "
                                         "prompt; give e.g. -l 0,1)");
         }
-    } else {
-        lcore = rte_get_next_lcore(-1, 1, 0);
-        if (lcore >= RTE_MAX_LCORE) {
+        for (size_t j = 0; j < i; ++j) {
+            if (lcores[j] == lc) {
+                throw std::invalid_argument("config lcores: lcore " + std::to_string(lc) + " given twice");
+            }
+        }
+    }
+    if (lcores.empty()) {
+        const unsigned lc = rte_get_next_lcore(-1, 1, 0);
+        if (lc >= RTE_MAX_LCORE) {
             throw std::invalid_argument("no worker lcore: the main lcore runs the prompt and the "
                                         "datapath needs another one (e.g. -l 0,1)");
         }
+        lcores.push_back(lc);
     }
+    lanes_ = datapath::make_lanes(cfg_, &admin_, lcores.size());
+    dp_ = lanes_[0].get();
     register_telemetry(*this);
-    dp_->launch(lcore);
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+        lanes_[k]->launch(lcores[k]);
+    }
     pthread_t t;
     if (rte_ctrl_thread_create(&t, "metaroce-ctrl", nullptr, control_entry, this) == 0) {
         ctrl_thread_ = uint64_t(t);
@@ -83,7 +101,9 @@ application::~application()
         pthread_join(pthread_t(ctrl_thread_), nullptr);
     }
     detach_telemetry(); // DPDK cannot unregister: the endpoints answer -ENODEV from now on
-    dp_->quit_and_wait();
+    for (auto& l : lanes_) {
+        l->quit_and_wait();
+    }
 }
 
 // Effective plane state = admin up && link up. Only the control thread publishes
@@ -99,9 +119,10 @@ void application::publish_planes() noexcept
         }
         admin_.up[p].store(up, std::memory_order_relaxed);
         published_[p] = true;
-        dp_->call([this, p, up] {
-            dp_->w().ep().set_plane_admin(uint8_t(p), up, dp_->now_ns());
-        });
+        for (auto& l : lanes_) {
+            datapath* d = l.get();
+            d->call([d, p, up] { d->w().ep().set_plane_admin(uint8_t(p), up, d->now_ns()); });
+        }
     }
 }
 
@@ -119,44 +140,72 @@ void application::control_loop()
 
 std::string application::stats_json()
 {
+    // One snapshot per lane; the sums are of these same snapshots.
     nlohmann::json j;
-    dp_->call([&] {
-        j["datapath"] = dpdk::to_json(dp_->w().counters());
-        j["transport"] = dpdk::to_json(dp_->w().ep().stats());
-    });
+    dpdk::worker_counters wsum;
+    counters tsum;
+    for (auto& l : lanes_) {
+        dpdk::worker_counters w;
+        counters t;
+        size_t conns = 0;
+        l->call([&] {
+            w = l->w().counters();
+            t = l->w().ep().stats();
+            conns = l->w().ep().connections().size();
+        });
+        add_lane_counters(wsum, w);
+        add_counters(tsum, t, counter_fields());
+        if (lanes_.size() > 1) {
+            j["workers"].push_back({{"worker", l->index()},
+                                    {"lcore", l->lcore()},
+                                    {"connections", conns},
+                                    {"datapath", dpdk::to_json(w)},
+                                    {"transport", dpdk::to_json(t)}});
+        }
+    }
+    j["datapath"] = dpdk::to_json(wsum);
+    j["transport"] = dpdk::to_json(tsum);
     return j.dump();
 }
 
 std::string application::conns_json()
 {
     nlohmann::json j = nlohmann::json::object();
-    dp_->call([&] {
-        for (conn_id c : dp_->w().ep().connections()) {
-            if (auto i = dp_->w().ep().inspect(c)) {
-                j[std::to_string(c)] = {{"peer", dpdk::format_ipv4(i->peer_addr)},
-                                        {"state", std::string(to_string(i->state))},
-                                        {"paths", i->paths},
-                                        {"tx_msgs_completed", i->tx_msgs_completed}};
+    for (auto& l : lanes_) {
+        l->call([&] {
+            for (conn_id c : l->w().ep().connections()) {
+                if (auto i = l->w().ep().inspect(c)) {
+                    j[std::to_string(c)] = {{"peer", dpdk::format_ipv4(i->peer_addr)},
+                                            {"state", std::string(to_string(i->state))},
+                                            {"paths", i->paths},
+                                            {"tx_msgs_completed", i->tx_msgs_completed}};
+                    if (lanes_.size() > 1) {
+                        j[std::to_string(c)]["worker"] = l->index();
+                    }
+                }
             }
-        }
-    });
+        });
+    }
     return j.dump();
 }
 
 std::string application::conns_page_json(size_t start, size_t count)
 {
     nlohmann::json rows = nlohmann::json::array();
-    size_t total = 0;
-    dp_->call([&] {
-        const std::vector<conn_id> ids = dp_->w().ep().connections();
-        total = ids.size();
-        for (size_t i = start; i < ids.size() && rows.size() < count; ++i) {
-            if (auto ci = dp_->w().ep().inspect(ids[i])) {
-                nlohmann::json r = dpdk::to_json(*ci, false);
-                rows.push_back(r);
+    size_t total = 0; // over all lanes, in lane order
+    for (auto& l : lanes_) {
+        l->call([&] {
+            const std::vector<conn_id> ids = l->w().ep().connections();
+            for (size_t i = 0; i < ids.size(); ++i, ++total) {
+                if (total < start || rows.size() >= count) {
+                    continue;
+                }
+                if (auto ci = l->w().ep().inspect(ids[i])) {
+                    rows.push_back(dpdk::to_json(*ci, false));
+                }
             }
-        }
-    });
+        });
+    }
     const size_t next = start + rows.size() < total ? start + rows.size() : 0;
     return nlohmann::json{{"total", total}, {"start", start}, {"next", next}, {"conn", rows}}.dump();
 }
@@ -164,11 +213,13 @@ std::string application::conns_page_json(size_t start, size_t count)
 std::string application::paths_json(conn_id c)
 {
     nlohmann::json j = nlohmann::json::object();
-    dp_->call([&] {
-        if (auto i = dp_->w().ep().inspect(c)) {
-            j = dpdk::to_json(*i, true);
-        }
-    });
+    if (datapath* l = lane_of(c)) {
+        l->call([&] {
+            if (auto i = l->w().ep().inspect(c)) {
+                j = dpdk::to_json(*i, true);
+            }
+        });
+    }
     return j.dump();
 }
 
@@ -187,21 +238,24 @@ std::string application::planes_json()
             j[std::to_string(p)]["gateway"] = dpdk::format_mac(*cfg_.gateways[p]);
         }
     }
-    dp_->call([&] {
-        const auto& w = dp_->w().counters();
-        for (size_t p = 0; p < cfg_.ports.size(); ++p) {
-            j[std::to_string(p)]["tx_frames"] = w.plane_tx_frames[p];
-            j[std::to_string(p)]["rx_frames"] = w.plane_rx_frames[p];
-        }
-        for (const auto& pi : dp_->w().ep().planes()) {
-            if (pi.plane < cfg_.ports.size()) {
-                auto& e = j[std::to_string(pi.plane)];
-                e["detected_up"] = pi.detected_up;
-                e["paths"] = pi.paths;
-                e["timeouts"] = pi.timeouts;
+    const dpdk::worker_counters w = sum_counters();
+    for (size_t p = 0; p < cfg_.ports.size(); ++p) {
+        j[std::to_string(p)]["tx_frames"] = w.plane_tx_frames[p];
+        j[std::to_string(p)]["rx_frames"] = w.plane_rx_frames[p];
+    }
+    // Paths and timeouts summed over the lanes; down where any lane detected it down.
+    for (auto& l : lanes_) {
+        l->call([&] {
+            for (const auto& pi : l->w().ep().planes()) {
+                if (pi.plane < cfg_.ports.size()) {
+                    auto& e = j[std::to_string(pi.plane)];
+                    e["detected_up"] = pi.detected_up && e.value("detected_up", true);
+                    e["paths"] = e.value("paths", 0u) + pi.paths;
+                    e["timeouts"] = e.value("timeouts", uint64_t(0)) + uint64_t(pi.timeouts);
+                }
             }
-        }
-    });
+        });
+    }
     return j.dump();
 }
 

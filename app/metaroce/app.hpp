@@ -1,4 +1,4 @@
-// The metaroce application: ports, the datapath lcore, the control thread that
+// The metaroce application: ports, the datapath lanes (one per worker lcore), the control thread that
 // publishes plane health, the prompt's command table and telemetry endpoints.
 #pragma once
 
@@ -17,6 +17,9 @@
 
 namespace metaroce::app {
 
+// Adds one lane's counters to a sum (the max_* ones as maxima).
+void add_lane_counters(dpdk::worker_counters& sum, const dpdk::worker_counters& w);
+
 class application {
 public:
     explicit application(const app_config& cfg);
@@ -29,7 +32,10 @@ public:
     static void interrupt() noexcept;
     // Whether Ctrl-C came since the current command began.
     static bool interrupted() noexcept;
-    datapath& dp() noexcept { return *dp_; }
+    datapath& dp() noexcept { return *dp_; } // lane 0
+    size_t lanes() const noexcept { return lanes_.size(); }
+    // "lcore 1" or "lcores 1,2" (the lanes' lcores).
+    std::string lcores_text() const;
     const app_config& config() const noexcept { return cfg_; }
 
     // JSON snapshots (for telemetry and "show ... json").
@@ -83,13 +89,24 @@ private:
     static void clear_interrupt() noexcept; // a new command starts
     void publish_planes() noexcept;
     const memory_region& user_region(uint32_t lkey) const;
+    void refuse_other_lane(conn_id c); // the verbs commands: worker 0's connections only
+    // Lanes (app_lanes.cpp): the one holding connection c (nullptr: none), the one with
+    // the fewest connections (where "connect" places a new one), every lane's counters.
+    datapath* lane_of(conn_id c);
+    datapath& least_loaded();
+    dpdk::worker_counters sum_counters();
+    counters sum_transport();
+    // One line per lane: its worker, lcore, connections and frames ("show fwd stats").
+    void print_workers();
 
     app_config cfg_;
     dpdk::plane_admin admin_;                           // effective state, read by lcores
     std::array<std::atomic<bool>, dpdk::k_max_planes> admin_down_{}; // "set plane N down"
     std::array<std::atomic<bool>, dpdk::k_max_planes> link_down_{};  // from the control thread
     std::array<bool, dpdk::k_max_planes> published_{};  // control thread only
-    std::unique_ptr<datapath> dp_;
+    // One datapath lane per worker lcore; dp_ is lane 0 (ports, regions, the verbs).
+    std::vector<std::unique_ptr<datapath>> lanes_;
+    datapath* dp_ = nullptr;
     // Regions registered with "mr reg" (the buffer outlives its registration).
     struct user_mr {
         dpdk::eal_buffer buf;

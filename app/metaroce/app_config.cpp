@@ -94,7 +94,8 @@ app_config parse_config(const std::string& text, const std::string& origin)
     app_config c;
     check_keys(j, origin, "top level",
                {"address", "ports", "peers", "lcores", "transport", "mbufs", "max_connections",
-                "udp_checksum_software", "engine", "backend", "udp_port"});
+                "udp_checksum_software", "engine", "backend", "udp_port", "inbound_capacity_mbps",
+                "tx_copy"});
     if (j.contains("backend")) {
         const json& b = j["backend"];
         if (b != "dpdk" && b != "udp") {
@@ -235,6 +236,16 @@ app_config parse_config(const std::string& text, const std::string& origin)
             c.tx_depth = uint32_t(get_uint(e["tx_depth"], origin, "engine.tx_depth", 1, 1024));
         }
     }
+    if (j.contains("inbound_capacity_mbps")) {
+        // Rate hints' capacity: Mb/s (0: off) or "auto" (the link speed of real ports).
+        const json& v = j["inbound_capacity_mbps"];
+        if (v != "auto") {
+            if (v.is_string()) {
+                bad(origin, "inbound_capacity_mbps", "expected Mb/s (0: hints off) or \"auto\"");
+            }
+            c.inbound_capacity_mbps = get_uint(v, origin, "inbound_capacity_mbps", 0, 100'000'000);
+        }
+    }
     if (j.contains("mbufs")) {
         c.mbufs = uint32_t(get_uint(j["mbufs"], origin, "mbufs", 1023, 1u << 20));
     }
@@ -246,6 +257,12 @@ app_config parse_config(const std::string& text, const std::string& origin)
             bad(origin, "udp_checksum_software", "expected true or false");
         }
         c.udp_checksum_software = j["udp_checksum_software"].get<bool>();
+    }
+    if (j.contains("tx_copy")) {
+        if (!j["tx_copy"].is_boolean()) {
+            bad(origin, "tx_copy", "expected true or false");
+        }
+        c.tx_copy = j["tx_copy"].get<bool>();
     }
     c.transport.planes = uint8_t(c.ports.size());
     endpoint_config core;

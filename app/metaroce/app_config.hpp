@@ -22,12 +22,17 @@ struct app_config {
     transport_config transport;
     uint32_t mbufs = 8191;
     uint32_t max_connections = 1024;
+    // "inbound_capacity_mbps": receiver rate hints' capacity, Mb/s, 0 off; absent or
+    // "auto": the link speed, off on virtual PMDs (dpdk/link_capacity.hpp).
+    std::optional<uint64_t> inbound_capacity_mbps;
     bool udp_checksum_software = false;
+    bool tx_copy = false; // "tx_copy": payloads copied into mbufs, never sent in place
     uint64_t message_size = 65536;         // for the forwarding engines
     uint32_t tx_depth = 64;
     // "backend": "udp" (or --backend udp): kernel UDP sockets on the planes' addresses
     // (plane_ip(address, p), one plane per "ports" entry) instead of DPDK ports.
     bool udp = false;
+    bool yield_idle = false; // --yield-idle: an idle datapath lane yields its CPU (shared cores)
     uint16_t udp_port = 4796;              // "udp_port": listen/destination port on udp
 };
 

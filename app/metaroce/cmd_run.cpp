@@ -1,6 +1,7 @@
 // The prompt's handlers that run the node: planes, the engine, connections, counters.
 #include <rte_ethdev.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -40,7 +41,9 @@ void application::set_fwd(const args& a)
     if (started_) {
         throw std::invalid_argument("stop first: the engine is running");
     }
-    dp_->call([&] { dp_->engines().set_test(*t); });
+    for (auto& l : lanes_) {
+        l->call([&] { l->engines().set_test(*t); });
+    }
     std::printf("Set %s packet forwarding mode\n", engines::test_name(*t));
 }
 
@@ -53,11 +56,15 @@ void application::cmd_connect(const args& a)
                                       : a.size() == 3 && !nowait   ? "unknown option '" + a[2] + "'"
                                                                    : "'" + a[1] + "' is not an IPv4 address");
     }
-    if (addr == cfg_.address) {
-        throw std::invalid_argument("that is this node's own address");
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+        if (addr == dpdk::worker_addr(cfg_.address, uint16_t(k))) {
+            throw std::invalid_argument("that is this node's own address");
+        }
     }
+    // The lane (worker) with the fewest connections takes it, from its own address.
+    datapath& d = least_loaded();
     conn_id c = k_no_conn;
-    dp_->call([&] { c = dp_->w().ep().connect(addr, dp_->now_ns()); });
+    d.call([&] { c = d.w().ep().connect(addr, d.now_ns()); });
     if (c == k_no_conn) {
         std::printf("connect: the connection table is full\n");
         return;
@@ -75,9 +82,9 @@ void application::cmd_connect(const args& a)
     size_t ready = 0;
     bool hinted = false;
     for (;;) {
-        dp_->call([&] {
-            info = dp_->w().ep().inspect(c);
-            ready = dp_->engines().connections();
+        d.call([&] {
+            info = d.w().ep().inspect(c);
+            ready = d.engines().connections();
         });
         const bool connecting = info && info->state == conn_state::connecting;
         // Established: give the engines (bounded) a moment to take it.
@@ -85,7 +92,7 @@ void application::cmd_connect(const args& a)
             break;
         }
         if (interrupted()) {
-            dp_->call([&] { dp_->w().ep().close(c, dp_->now_ns()); });
+            d.call([&] { d.w().ep().close(c, d.now_ns()); });
             std::printf("connection %u to %s: interrupted after %.1f s (Ctrl-C); closed\n", c, a[1].c_str(),
                         secs());
             return;
@@ -98,7 +105,11 @@ void application::cmd_connect(const args& a)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (info && info->state != conn_state::error) {
-        std::printf("connection %u to %s: %s\n", c, a[1].c_str(), std::string(to_string(info->state)).c_str());
+        std::printf("connection %u to %s: %s", c, a[1].c_str(), std::string(to_string(info->state)).c_str());
+        if (lanes_.size() > 1) {
+            std::printf(" (worker %zu, lcore %u)", d.index(), d.lcore());
+        }
+        std::printf("\n");
         return;
     }
     // Failed (then freed after a linger): the endpoint fails a connection in setup only
@@ -114,11 +125,11 @@ void application::cmd_close(const args& a)
         usage_error("close <conn>", "expected one connection id");
     }
     const conn_id c = conn_id(parse_number(a[1], "connection id"));
-    bool known = false;
-    dp_->call([&] {
-        known = dp_->w().ep().inspect(c).has_value();
-        dp_->w().ep().close(c, dp_->now_ns());
-    });
+    datapath* d = lane_of(c);
+    const bool known = d != nullptr;
+    if (d != nullptr) {
+        d->call([&] { d->w().ep().close(c, d->now_ns()); });
+    }
     std::printf("close: conn %u%s\n", c, known ? "" : " (no such connection)");
 }
 
@@ -133,12 +144,15 @@ void application::cmd_start(const args& a)
     }
     size_t ready = 0;
     engines::test_kind t{};
-    dp_->call([&] {
-        ready = dp_->engines().start(dp_->now_ns());
-        t = dp_->engines().test();
-    });
+    for (auto& l : lanes_) {
+        l->call([&] {
+            ready += l->engines().start(l->now_ns());
+            t = l->engines().test();
+        });
+    }
     started_ = true;
-    std::printf("%s forwarding - connections ready=%zu - lcore %u\n", engines::test_name(t), ready, dp_->lcore());
+    std::printf("%s forwarding - connections ready=%zu - %s\n", engines::test_name(t), ready,
+                lcores_text().c_str());
 }
 
 namespace {
@@ -153,6 +167,29 @@ void print_port_block(uint16_t p)
     std::printf("  TX-packets: %-14llu TX-dropped: %-14llu TX-total: %llu\n", (unsigned long long)s.opackets,
                 (unsigned long long)s.oerrors, (unsigned long long)(s.opackets + s.oerrors));
     std::printf("  ----------------------------------------------------------------------------\n\n");
+}
+
+// Two lanes' runs as one: counts add, the span covers both, latencies pool.
+run_stats merge_runs(run_stats a, const run_stats& b)
+{
+    if (b.start_ns == 0 && b.messages == 0) {
+        return a; // that lane ran nothing
+    }
+    if (a.start_ns == 0 && a.messages == 0) {
+        return b;
+    }
+    a.messages += b.messages;
+    a.bytes += b.bytes;
+    a.errors += b.errors;
+    a.start_ns = std::min(a.start_ns, b.start_ns);
+    a.stop_ns = std::max(a.stop_ns, b.stop_ns);
+    if (b.latency.count != 0) {
+        a.latency.min_us = a.latency.count == 0 ? b.latency.min_us : std::min(a.latency.min_us, b.latency.min_us);
+        a.latency.max_us = std::max(a.latency.max_us, b.latency.max_us);
+        a.latency.sum_us += b.latency.sum_us;
+        a.latency.count += b.latency.count;
+    }
+    return a;
 }
 
 void print_check(const run_check& c)
@@ -183,24 +220,35 @@ void application::cmd_stop(const args& a)
         return;
     }
     run_stats r;
-    dpdk::worker_counters w;
-    counters t;
-    dp_->call([&] {
-        r = dp_->engines().stop(dp_->now_ns());
-        w = dp_->w().counters();
-        t = dp_->w().ep().stats();
-    });
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+        run_stats one;
+        datapath& l = *lanes_[k];
+        l.call([&] { one = l.engines().stop(l.now_ns()); });
+        r = k == 0 ? one : merge_runs(r, one);
+    }
+    const dpdk::worker_counters w = sum_counters();
+    const counters t = sum_transport();
     started_ = false;
     std::printf("Telling cores to stop...\nWaiting for lcores to finish...\n\n");
     // The runs end with their peers (the last requests drain, the peers check what
     // landed): wait for their verdicts, bounded.
     run_check chk;
     bool ending = true;
-    for (const uint64_t until = dp_->now_ns() + 2'000'000'000ull; ending && dp_->now_ns() < until && !interrupted();) {
-        dp_->call([&] {
-            ending = dp_->engines().ending();
-            chk = dp_->engines().check();
-        });
+    // Several lanes share the CPUs with the peer's: their drains may take longer.
+    const uint64_t bound_ns = lanes_.size() > 1 ? 5'000'000'000ull : 2'000'000'000ull;
+    for (const uint64_t until = dp_->now_ns() + bound_ns; ending && dp_->now_ns() < until && !interrupted();) {
+        ending = false;
+        chk = {};
+        for (auto& l : lanes_) {
+            l->call([&] {
+                ending |= l->engines().ending();
+                const run_check c = l->engines().check();
+                chk.conns += c.conns;
+                chk.answered += c.answered;
+                chk.checked += c.checked;
+                chk.bad_bytes += c.bad_bytes;
+            });
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     for (uint16_t p : cfg_.ports) {
@@ -235,12 +283,9 @@ void application::show_fwd_stats(const args& a)
     if (a.size() != 3) {
         usage_error("show fwd stats", "no arguments expected");
     }
-    dpdk::worker_counters w;
+    const dpdk::worker_counters w = sum_counters();
     engines::test_kind k{};
-    dp_->call([&] {
-        w = dp_->w().counters();
-        k = dp_->engines().test();
-    });
+    dp_->call([&] { k = dp_->engines().test(); });
     for (uint16_t p : cfg_.ports) {
         if (!cfg_.udp) { // no ethdev counters on the udp backend
             print_port_block(p);
@@ -254,6 +299,9 @@ void application::show_fwd_stats(const args& a)
                 (unsigned long long)(w.tx_frames + w.tx_plane_down + w.tx_bad_frame));
     std::printf("  Engine %s: %s\n", engines::test_name(k), started_ ? "running" : "stopped");
     std::printf("  ++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++\n");
+    if (lanes_.size() > 1) {
+        print_workers();
+    }
 }
 
 void application::clear_stats(const args& a)
@@ -266,10 +314,12 @@ void application::clear_stats(const args& a)
             rte_eth_stats_reset(p);
         }
     }
-    dp_->call([&] {
-        dp_->w().clear_counters();
-        dp_->w().ep().clear_stats();
-    });
+    for (auto& l : lanes_) {
+        l->call([&] {
+            l->w().clear_counters();
+            l->w().ep().clear_stats();
+        });
+    }
     std::printf("Statistics cleared\n");
 }
 

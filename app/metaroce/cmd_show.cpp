@@ -1,6 +1,7 @@
 // The prompt's "show" handlers: ports, connections, paths, planes and counters.
 #include <rte_ethdev.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "app.hpp"
@@ -26,7 +27,9 @@ void application::show_config(const args& a)
                     dpdk::format_ipv4(dpdk::plane_ip(cfg_.address, uint8_t(p))).c_str(),
                     routed ? ("gateway " + dpdk::format_mac(*cfg_.gateways[p])).c_str() : "one hop");
     }
-    std::printf("  datapath lcore: %u, static peers: %zu, mbufs: %u, max connections: %u\n", dp_->lcore(),
+    std::printf("  datapath %s, static peers: %zu, mbufs: %u, max connections: %u\n",
+                lanes_.size() == 1 ? ("lcore: " + std::to_string(dp_->lcore())).c_str()
+                                   : (std::to_string(lanes_.size()) + " workers, " + lcores_text()).c_str(),
                 cfg_.peers.size(), cfg_.mbufs, cfg_.max_connections);
     std::printf("  UDP checksum: %s\n", cfg_.udp_checksum_software ? "software" : "offload when offered");
     std::printf("  transport: mtu %u, paths %u, max streams %u, max msgs %u, rq depth %u, max reads %u\n", t.mtu,
@@ -50,7 +53,9 @@ void application::show_conn(const args& a)
     if (n == 3) {
         const conn_id id = conn_id(parse_number(a[2], "connection id"));
         std::optional<conn_info> info;
-        dp_->call([&] { info = dp_->w().ep().inspect(id); });
+        if (datapath* l = lane_of(id)) {
+            l->call([&] { info = l->w().ep().inspect(id); });
+        }
         if (!info) {
             throw std::invalid_argument("no connection " + a[2] + " (see 'show conn')");
         }
@@ -59,37 +64,42 @@ void application::show_conn(const args& a)
             return;
         }
         std::printf("conn %u -> %s (peer conn %u) %s%s, %u paths, mtu %u, cwnd %.1f, inflight %u, "
-                    "msgs outstanding %u, tx completed %llu, rx committed %llu, state %zu bytes\n",
+                    "msgs outstanding %u, tx completed %llu, rx committed %llu, state %zu bytes, "
+                    "rate hint received %u Mb/s\n",
                     info->id, dpdk::format_ipv4(info->peer_addr).c_str(), info->peer_conn,
                     std::string(to_string(info->state)).c_str(), info->incoming ? " (incoming)" : "",
                     info->paths, info->mtu, info->conn_cwnd, info->inflight, info->outstanding_msgs,
                     (unsigned long long)info->tx_msgs_completed,
-                    (unsigned long long)info->rx_msgs_committed, info->state_bytes);
+                    (unsigned long long)info->rx_msgs_committed, info->state_bytes, info->rate_hint_mbps);
         return;
     }
     if (json) {
         std::printf("%s\n", conns_json().c_str());
         return;
     }
-    std::vector<conn_info> all;
-    dp_->call([&] {
-        for (conn_id c : dp_->w().ep().connections()) {
-            if (auto i = dp_->w().ep().inspect(c)) {
-                all.push_back(*i);
+    std::vector<conn_info> all; // every lane's, in lane order
+    for (auto& l : lanes_) {
+        l->call([&] {
+            for (conn_id c : l->w().ep().connections()) {
+                if (auto i = l->w().ep().inspect(c)) {
+                    all.push_back(*i);
+                }
             }
-        }
-    });
+        });
+    }
     if (all.empty()) {
         std::printf("no connections\n");
         return;
     }
-    std::printf("%-8s %-16s %-12s %-9s %-6s %-10s %-12s\n", "id", "peer", "state", "incoming",
-                "paths", "inflight", "tx_msgs");
+    // hint_tx: the share we (as receiver) tell the peer now; hint_rx: the last hint the
+    // peer (as receiver) sent us. Mb/s, 0 none. hint_rx stays last (test rate_hints).
+    std::printf("%-8s %-16s %-12s %-9s %-6s %-10s %-12s %-8s %-8s\n", "id", "peer", "state",
+                "incoming", "paths", "inflight", "tx_msgs", "hint_tx", "hint_rx");
     for (const auto& i : all) {
-        std::printf("%-8u %-16s %-12s %-9s %-6u %-10u %-12llu\n", i.id,
+        std::printf("%-8u %-16s %-12s %-9s %-6u %-10u %-12llu %-8u %-8u\n", i.id,
                     dpdk::format_ipv4(i.peer_addr).c_str(), std::string(to_string(i.state)).c_str(),
                     i.incoming ? "yes" : "no", i.paths, i.inflight,
-                    (unsigned long long)i.tx_msgs_completed);
+                    (unsigned long long)i.tx_msgs_completed, i.rate_hint_sent_mbps, i.rate_hint_mbps);
     }
 }
 
@@ -100,7 +110,9 @@ void application::show_path(const args& a)
     }
     const conn_id id = conn_id(parse_number(a[2], "connection id"));
     std::optional<conn_info> info;
-    dp_->call([&] { info = dp_->w().ep().inspect(id); });
+    if (datapath* l = lane_of(id)) {
+        l->call([&] { info = l->w().ep().inspect(id); });
+    }
     if (!info) {
         throw std::invalid_argument("no connection " + a[2] + " (see 'show conn')");
     }
@@ -121,12 +133,22 @@ void application::show_planes(const args& a)
     if (a.size() != 2) {
         usage_error("show planes", "no arguments expected");
     }
+    // Paths summed over the lanes; a plane is detected down where any lane detected it.
     std::vector<plane_info> eps;
-    dpdk::worker_counters w;
-    dp_->call([&] {
-        eps = dp_->w().ep().planes();
-        w = dp_->w().counters();
-    });
+    for (auto& l : lanes_) {
+        l->call([&] {
+            for (const plane_info& pi : l->w().ep().planes()) {
+                auto same = std::find_if(eps.begin(), eps.end(), [&](const plane_info& e) { return e.plane == pi.plane; });
+                if (same == eps.end()) {
+                    eps.push_back(pi);
+                } else {
+                    same->paths += pi.paths;
+                    same->detected_up = same->detected_up && pi.detected_up;
+                }
+            }
+        });
+    }
+    const dpdk::worker_counters w = sum_counters();
     std::printf("%-6s %-5s %-14s %-18s %-16s %-6s %-6s %-6s %-9s %-6s %-12s %-12s\n", "plane", "port",
                 "name", "mac", "address", "link", "admin", "used", "detected", "paths", "tx_frames",
                 "rx_frames");
@@ -161,16 +183,12 @@ void application::show_xstats(const args& a)
     if (a.size() != 2) {
         usage_error("show xstats", "no arguments expected");
     }
-    dpdk::worker_counters w;
-    counters t;
-    dp_->call([&] {
-        w = dp_->w().counters();
-        t = dp_->w().ep().stats();
-    });
+    const dpdk::worker_counters w = sum_counters();
+    const counters t = sum_transport();
     const auto line = [](const std::string& name, uint64_t v, std::string_view) {
         std::printf("  %-32s %llu\n", (name + ":").c_str(), static_cast<unsigned long long>(v));
     };
-    std::printf("  ###### datapath (lcore %u) counters\n", dp_->lcore());
+    std::printf("  ###### datapath (%s) counters\n", lcores_text().c_str());
     for_each_counter(w, dpdk::worker_counter_fields(), line);
     std::printf("  ###### transport counters\n");
     for_each_counter(t, counter_fields(), line);

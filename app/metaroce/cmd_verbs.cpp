@@ -104,7 +104,12 @@ void application::mr_reg(const args& a)
     user_mr u;
     u.buf = dpdk::eal_buffer("mr_user", len, -1);
     std::optional<memory_region> mr;
-    dp_->call([&] { mr = dp_->w().ep().memory().register_region(u.buf.data(), len, acc); });
+    dp_->call([&] {
+        mr = dp_->w().ep().memory().register_region(u.buf.data(), len, acc);
+        if (mr) {
+            dp_->w().mem_added(u.buf.data(), len); // frames may be sent from it in place
+        }
+    });
     if (!mr) {
         std::printf("mr: the region table is full\n");
         return;
@@ -122,8 +127,17 @@ void application::mr_dereg(const args& a)
     }
     const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
     bool ok = false;
-    dp_->call([&] { ok = dp_->w().ep().memory().deregister(mr.lkey); });
-    std::printf("mr %s: lkey 0x%x\n", ok ? "deregistered" : "not registered", mr.lkey);
+    std::string held;
+    dp_->call([&] {
+        ok = dp_->w().ep().memory().deregister(mr.lkey);
+        try {
+            dp_->w().mem_removed(mr.host); // waits for frames sent from it in place
+        } catch (const std::exception& e) {
+            held = e.what();
+        }
+    });
+    std::printf("mr %s: lkey 0x%x%s%s\n", ok ? "deregistered" : "not registered", mr.lkey,
+                held.empty() ? "" : "; ", held.c_str());
 }
 
 void application::mr_load(const args& a)
@@ -174,12 +188,23 @@ void print_posted(post_result r)
 }
 } // namespace
 
+// Regions ("mr reg") live in worker 0's endpoint: the verbs reach its connections only.
+void application::refuse_other_lane(conn_id c)
+{
+    if (const datapath* l = lanes_.size() > 1 ? lane_of(c) : nullptr; l != nullptr && l != dp_) {
+        throw std::invalid_argument("connection " + std::to_string(c) + " is on worker " +
+                                    std::to_string(l->index()) +
+                                    "; the verbs commands use worker 0's regions and connections");
+    }
+}
+
 void application::post_recv(const args& a)
 {
     if (a.size() != 8) {
         usage_error("post recv <conn> <stream> <lkey> <offset> <len> <wr_id>", "see 'help' for the arguments");
     }
     const conn_id c = conn_id(parse_number(a[2], "connection id"));
+    refuse_other_lane(c);
     const uint16_t stream = uint16_t(parse_number(a[3], "stream"));
     const memory_region& mr = user_region(uint32_t(parse_number(a[4], "lkey")));
     recv_wr wr;
@@ -198,6 +223,7 @@ void application::post_send(const args& a)
                     "see 'help' for the arguments");
     }
     const conn_id c = conn_id(parse_number(a[2], "connection id"));
+    refuse_other_lane(c);
     send_wr wr;
     if (!parse_wr_opcode(a[3], wr.op)) {
         throw std::invalid_argument("unknown opcode '" + a[3] + "'");

@@ -13,12 +13,13 @@ namespace {
 constexpr size_t k_user_cq_max = 4096; // completions "show cq" has not taken yet
 } // namespace
 
-datapath::datapath(const app_config& cfg, const dpdk::plane_admin* admin)
+std::vector<std::unique_ptr<datapath>> datapath::make_lanes(const app_config& cfg, const dpdk::plane_admin* admin,
+                                                            size_t workers)
 {
+    std::vector<std::unique_ptr<datapath>> lanes;
     if (cfg.udp) {
-        io_ = make_udp_dp_io(cfg);
-        host_ = std::make_unique<engine_host>(io_->ep(), cfg);
-        return;
+        lanes.push_back(std::make_unique<datapath>(make_udp_dp_io(cfg), cfg, 0));
+        return lanes;
     }
     dpdk::node_params np;
     np.node_addr = cfg.address;
@@ -27,11 +28,27 @@ datapath::datapath(const app_config& cfg, const dpdk::plane_admin* admin)
     np.accept_incoming = true;
     np.mbufs = cfg.mbufs;
     np.udp_csum_software = cfg.udp_checksum_software;
+    np.tx_copy = cfg.tx_copy;
     np.neighbors = cfg.peers;
     np.gateways = cfg.gateways;
     np.admin = admin;
     np.max_connections = cfg.max_connections;
-    io_ = std::make_unique<dpdk_dp_io>(np);
+    np.inbound_capacity_mbps = cfg.inbound_capacity_mbps;
+    np.workers = uint16_t(workers);
+    auto node = std::make_shared<dpdk::node>(np);
+    for (size_t k = 0; k < workers; ++k) {
+        auto io = std::make_unique<dpdk_dp_io>(node, k);
+        io->yield_when_idle(cfg.yield_idle);
+        auto lane = std::make_unique<datapath>(std::move(io), cfg, k);
+        lane->host_->send_in_place(lane->io_.get());
+        lanes.push_back(std::move(lane));
+    }
+    return lanes;
+}
+
+datapath::datapath(std::unique_ptr<dp_io> io, const app_config& cfg, size_t index)
+    : io_(std::move(io)), index_(index)
+{
     host_ = std::make_unique<engine_host>(io_->ep(), cfg);
 }
 

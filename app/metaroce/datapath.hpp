@@ -1,4 +1,4 @@
-// The app's datapath lcore: the node's worker run to completion, the host of the test
+// One of the app's datapath lcores (a lane): a node worker run to completion, the host of the test
 // engines ("set fwd" / "start", and serving the peers' tests) and the mailbox through
 // which the prompt, the control thread and telemetry run code here.
 //
@@ -22,8 +22,12 @@ namespace metaroce::app {
 
 class datapath {
 public:
-    datapath(const app_config& cfg, const dpdk::plane_admin* admin);
+    // One lane per worker of the node (config lcores; one on the udp backend).
+    static std::vector<std::unique_ptr<datapath>> make_lanes(const app_config& cfg, const dpdk::plane_admin* admin,
+                                                             size_t workers);
+    datapath(std::unique_ptr<dp_io> io, const app_config& cfg, size_t index);
     ~datapath();
+    size_t index() const noexcept { return index_; } // the node's worker this lane runs
 
     // Starts the loop on `lcore` (a worker lcore).
     void launch(unsigned lcore);
@@ -54,6 +58,7 @@ private:
     mailbox mailbox_;
     std::atomic<bool> quit_{false};
     unsigned lcore_ = 0;
+    size_t index_ = 0;
     bool launched_ = false;
     std::vector<completion> user_cq_;
 };

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <sched.h>
 #include <vector>
 
 #include "dpdk/node.hpp"
@@ -25,20 +27,37 @@ public:
     virtual void clear_counters() noexcept = 0;
     // One per plane: the DPDK port, or on udp a stand-in named after its address.
     virtual const std::vector<dpdk::port_caps>& ports() const noexcept = 0;
+    // Registered memory the ports may send from in place (zero copy, dpdk/extbuf.hpp),
+    // and its removal, which waits until no frame in flight refers to it (throws
+    // dpdk::dpdk_error when that does not happen in time).
+    virtual void mem_added(const void*, size_t) {}
+    virtual void mem_removed(const void*) {}
 };
 
+// Worker k of a node: one datapath lane's I/O (the node is shared by every lane).
 class dpdk_dp_io final : public dp_io {
 public:
-    explicit dpdk_dp_io(const dpdk::node_params& np) : node_(np) {}
-    endpoint& ep() noexcept override { return node_.w().ep(); }
-    void poll(uint64_t now_ns) override { node_.w().poll(now_ns); }
-    void flush() noexcept override { node_.w().flush(); }
-    dpdk::worker_counters counters() override { return node_.w().counters(); }
-    void clear_counters() noexcept override { node_.w().clear_counters(); }
-    const std::vector<dpdk::port_caps>& ports() const noexcept override { return node_.ports(); }
+    dpdk_dp_io(std::shared_ptr<dpdk::node> n, size_t k) : node_(std::move(n)), k_(k) {}
+    endpoint& ep() noexcept override { return w().ep(); }
+    void poll(uint64_t now_ns) override
+    {
+        if (!w().poll(now_ns) && yield_idle_) {
+            sched_yield(); // shared cores: an idle lane gives its CPU to the others
+        }
+    }
+    void yield_when_idle(bool on) noexcept { yield_idle_ = on; }
+    void flush() noexcept override { w().flush(); }
+    dpdk::worker_counters counters() override { return w().counters(); }
+    void clear_counters() noexcept override { w().clear_counters(); }
+    const std::vector<dpdk::port_caps>& ports() const noexcept override { return node_->ports(); }
+    void mem_added(const void* base, size_t len) override { w().tx_register(base, len); }
+    void mem_removed(const void* base) override { w().tx_deregister(base); }
 
 private:
-    dpdk::node node_;
+    dpdk::worker& w() noexcept { return node_->w(k_); }
+    std::shared_ptr<dpdk::node> node_;
+    size_t k_;
+    bool yield_idle_ = false;
 };
 
 } // namespace metaroce::app

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <cstdio>
+
+#include "dp_io.hpp"
 #include "engines/wr_tag.hpp"
 
 namespace metaroce::app {
@@ -72,9 +75,22 @@ void engine_host::close(conn_id c)
     for (const area* a : {&it->second.mine, &it->second.theirs}) {
         if (a->mr.lkey != 0) {
             ep_.memory().deregister(a->mr.lkey);
+            forget(*a);
         }
     }
     peers_.erase(it);
+}
+
+void engine_host::forget(const area& a) noexcept
+{
+    if (io_ == nullptr) {
+        return;
+    }
+    try {
+        io_->mem_removed(a.buf.data());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "metaroce: %s\n", e.what());
+    }
 }
 
 bool engine_host::ensure(area& a, uint64_t bytes)
@@ -84,6 +100,7 @@ bool engine_host::ensure(area& a, uint64_t bytes)
     }
     if (a.mr.lkey != 0) {
         ep_.memory().deregister(a.mr.lkey);
+        forget(a);
         a.mr = {};
     }
     try {
@@ -99,6 +116,9 @@ bool engine_host::ensure(area& a, uint64_t bytes)
         return false;
     }
     a.mr = *mr;
+    if (io_ != nullptr) {
+        io_->mem_added(a.buf.data(), bytes);
+    }
     return true;
 }
 

@@ -48,6 +48,8 @@ public:
     void on_completion(const completion& c, uint64_t now_ns);
     void pump(uint64_t now_ns);
 
+    // Test areas are then registered with the I/O too, to be sent from in place.
+    void send_in_place(class dp_io* io) noexcept { io_ = io; }
     void set_test(engines::test_kind t) noexcept { test_ = t; }
     engines::test_kind test() const noexcept { return test_; }
     // Starts the test on every connection; returns how many.
@@ -88,9 +90,11 @@ private:
     void serve(conn_id c, peer& p, const engines::ctrl_msg& start, uint64_t now_ns);
     void end_run(peer& p, uint64_t now_ns);
     bool ensure(area& a, uint64_t bytes);
+    void forget(const area& a) noexcept; // after its deregistration from the endpoint
     engines::engine_setup setup_of(conn_id c, const area& a) const;
 
     endpoint& ep_;
+    class dp_io* io_ = nullptr; // zero copy: test areas are registered with it too
     uint64_t message_size_;
     uint32_t tx_depth_;
     dpdk::eal_buffer ctrl_buf_;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "dpdk/eal.hpp"
@@ -21,7 +22,10 @@ struct request {
 
 mailbox::mailbox()
 {
-    ring_ = rte_ring_create("mr_mailbox", 64, int(rte_socket_id()), RING_F_SC_DEQ);
+    // One per datapath lane: ring names must be unique in the process.
+    static std::atomic<unsigned> next{0};
+    const std::string name = "mr_mailbox" + std::to_string(next.fetch_add(1));
+    ring_ = rte_ring_create(name.c_str(), 64, int(rte_socket_id()), RING_F_SC_DEQ);
     if (ring_ == nullptr) {
         throw dpdk::dpdk_error("cannot create the datapath mailbox ring");
     }

@@ -31,7 +31,8 @@ void usage(const char* prog)
                 "  --connect ADDR open a connection at start\n"
                 "  --backend B    dpdk (ports, the default) or udp (kernel sockets on the planes'\n"
                 "                 addresses; run the EAL with --no-huge and no ports)\n"
-                "  --no-pdump     do not serve dpdk-dumpcap/dpdk-pdump capture requests\n",
+                "  --no-pdump     do not serve dpdk-dumpcap/dpdk-pdump capture requests\n"
+                "  --yield-idle   an idle datapath worker yields its CPU (more busy lcores than cores)\n",
                 prog);
 }
 
@@ -64,11 +65,13 @@ int main(int argc, char** argv)
         bool interactive = false;
         bool autostart = false;
         bool pdump = true;
+        bool yield_idle = false;
         static const option longs[] = {{"config", required_argument, nullptr, 'c'},
                                        {"no-pdump", no_argument, nullptr, 'P'},
                                        {"fwd", required_argument, nullptr, 'f'},
                                        {"connect", required_argument, nullptr, 'C'},
                                        {"backend", required_argument, nullptr, 'B'},
+                                       {"yield-idle", no_argument, nullptr, 'Y'},
                                        {"help", no_argument, nullptr, 'h'},
                                        {nullptr, 0, nullptr, 0}};
         optind = 0;
@@ -81,6 +84,7 @@ int main(int argc, char** argv)
             case 'B': backend = optarg; break;
             case 'i': interactive = true; break;
             case 'P': pdump = false; break;
+            case 'Y': yield_idle = true; break;
             case 'a': autostart = true; break;
             case 'h': usage(argv[0]); dpdk::eal_cleanup(); return 0;
             case ':': throw std::invalid_argument(std::string("option ") + argv[optind - 1] + " needs a value");
@@ -94,6 +98,7 @@ int main(int argc, char** argv)
         if (!config_path.empty()) {
             cfg = app::load_config(config_path);
         }
+        cfg.yield_idle = yield_idle;
         const std::string origin = config_path.empty() ? "the default configuration" : config_path;
         if (!backend.empty() && backend != "dpdk" && backend != "udp") {
             throw std::invalid_argument("--backend " + backend + ": expected dpdk or udp");
@@ -123,8 +128,9 @@ int main(int argc, char** argv)
             }
         }
         app::application a(cfg);
-        std::printf("metaroce: node %s, %zu plane(s), datapath on lcore %u%s\n",
-                    dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.dp().lcore(),
+        std::printf("metaroce: node %s, %zu plane(s), datapath on %s%s%s\n",
+                    dpdk::format_ipv4(cfg.address).c_str(), cfg.ports.size(), a.lcores_text().c_str(),
+                    a.lanes() > 1 ? (" (" + std::to_string(a.lanes()) + " workers)").c_str() : "",
                     cfg.udp ? ", udp backend" : "");
         std::fflush(stdout);
         if (!fwd.empty()) {

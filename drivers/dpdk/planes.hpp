@@ -34,6 +34,7 @@ struct plane_port {
     tx_csum_mode tx_csum;
     bool rx_ip_csum = false;
     bool rx_udp_csum = false;
+    bool multi_seg = false;  // takes chained mbufs: zero-copy sends (extbuf.hpp)
     bool routed = false;     // send every frame to `gateway` (routers drop broadcasts)
     mac_addr gateway{};
 };

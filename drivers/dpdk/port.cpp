@@ -1,5 +1,6 @@
 #include "dpdk/port.hpp"
 
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -8,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "dpdk/diagnose.hpp"
@@ -18,6 +21,21 @@
 namespace metaroce::dpdk {
 
 namespace {
+// The value of key=... in a device's argument string ("a=1,bsize=8192"), or empty.
+std::string devarg_value(const std::string& args, const std::string& key)
+{
+    size_t at = 0;
+    while (at <= args.size()) {
+        const size_t end = std::min(args.find(',', at), args.size());
+        const std::string kv = args.substr(at, end - at);
+        if (kv.compare(0, key.size() + 1, key + "=") == 0) {
+            return kv.substr(key.size() + 1);
+        }
+        at = end + 1;
+    }
+    return {};
+}
+
 void check(int rc, uint16_t port_id, const char* what)
 {
     if (rc < 0) {
@@ -95,6 +113,59 @@ void start_port(uint16_t port_id, const std::string& name, uint32_t wait_ms)
 }
 } // namespace
 
+namespace {
+// DPDK 22.11's net_memif corrupts frames that span its buffers (bsize, 2048 by default):
+// eth_memif_tx sets MEMIF_DESC_FLAG_NEXT on a frame's first descriptor when it spills
+// over but never clears it when that slot later carries a frame that fits, so the
+// receiver joins unrelated frames; when the stale flag is on the last descriptor
+// published, eth_memif_rx's uint16_t n_slots wraps below zero and it re-reads the whole
+// ring over and over (millions of stale frames). Refuse frames that do not fit.
+void check_memif_bsize(uint16_t port_id, const std::string& name, const rte_eth_dev_info& info,
+                       uint32_t max_frame)
+{
+    if (info.driver_name == nullptr || std::string_view(info.driver_name) != "net_memif") {
+        return;
+    }
+    const rte_devargs* da = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
+    const std::string bs = devarg_value(da != nullptr && da->args != nullptr ? da->args : "", "bsize");
+    const uint32_t bsize = bs.empty() ? 2048 : uint32_t(std::strtoul(bs.c_str(), nullptr, 0));
+    if (max_frame > bsize) {
+        char msg[512];
+        std::snprintf(msg, sizeof msg,
+                      "port %u (%s): frames of up to %u bytes (the transport MTU's) do not fit net_memif's "
+                      "%u-byte buffers (bsize%s); DPDK 22.11's memif corrupts and replays frames that span "
+                      "buffers (a stale MEMIF_DESC_FLAG_NEXT): add bsize=8192 to its --vdev (both peers), "
+                      "or lower the MTU",
+                      port_id, name.c_str(), max_frame, bsize, bs.empty() ? ", the default" : "");
+        throw dpdk_error(msg);
+    }
+}
+
+// Empty when the port can send chained zero-copy frames, else why not.
+std::string zero_copy_refusal(uint16_t port_id, const rte_eth_dev_info& info, const port_params& p)
+{
+    if (!p.zero_copy_tx) {
+        return "disabled (copy mode)";
+    }
+    if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) == 0) {
+        return "the port does not take multi-segment frames (no RTE_ETH_TX_OFFLOAD_MULTI_SEGS)";
+    }
+    if (p.udp_checksum_software && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM) == 0) {
+        return "the UDP checksum is computed in software over a contiguous frame";
+    }
+    const std::string_view driver = info.driver_name != nullptr ? info.driver_name : "";
+    if (driver == "net_ring") {
+        // It hands the mbufs themselves to the peer port: the chain would arrive as one,
+        // and the receiver reads only whole frames.
+        return "net_ring passes chained mbufs on to its peer port as chains";
+    }
+    // net_memif zero-copy=yes takes chains too, but only of DPDK's own memory in the
+    // list it shares with the peer: extbuf.cpp limits such ports to that memory.
+    (void)port_id;
+    return {};
+}
+} // namespace
+
 uint16_t port_count() noexcept
 {
     return rte_eth_dev_count_avail();
@@ -143,6 +214,8 @@ port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
         throw dpdk_error("port " + std::to_string(port_id) + " has no queues");
     }
 
+    check_memif_bsize(port_id, caps.name, info, p.max_frame);
+
     rte_eth_conf conf{};
     const uint64_t tx_capa = info.tx_offload_capa;
     const uint64_t rx_capa = info.rx_offload_capa;
@@ -156,7 +229,13 @@ port_caps setup_port(uint16_t port_id, const port_params& p, rte_mempool* pool)
     } else {
         caps.tx_csum.udp_software = p.udp_checksum_software;
     }
-    if ((tx_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) != 0) {
+    // Zero copy chains a header mbuf and mbufs attached to registered memory: it needs
+    // MULTI_SEGS, and excludes FAST_FREE (which assumes direct mbufs of one pool).
+    caps.zero_copy_note = zero_copy_refusal(port_id, info, p);
+    if (caps.zero_copy_note.empty()) {
+        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+        caps.multi_seg_tx = true;
+    } else if ((tx_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE) != 0) {
         conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
         caps.fast_free = true;
     }

@@ -21,6 +21,7 @@ struct port_params {
     uint32_t max_frame = 0;          // largest frame we send; the MTU is raised when allowed
     bool udp_checksum_software = false; // without offload: compute (true) or send 0 (false)
     uint32_t peer_wait_ms = 5000;    // a memif client waits this long for its server to listen
+    bool zero_copy_tx = true;        // chained frames (extbuf.hpp) when the port takes them
 };
 
 // What the port turned out to offer.
@@ -33,6 +34,8 @@ struct port_caps {
     bool rx_ip_csum = false;         // the port flags IPv4 checksums good/bad
     bool rx_udp_csum = false;
     bool fast_free = false;
+    bool multi_seg_tx = false;       // zero-copy sends: RTE_ETH_TX_OFFLOAD_MULTI_SEGS enabled
+    std::string zero_copy_note;      // why multi_seg_tx is off, when it is
     bool mtu_raised = false;         // false: the PMD kept a smaller MTU (memif/ring ignore it)
     uint16_t rx_queues = 0;
     uint16_t tx_queues = 0;

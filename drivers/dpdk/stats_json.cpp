@@ -5,6 +5,25 @@
 
 namespace metaroce::dpdk {
 
+nlohmann::json to_json(const stage_times& t)
+{
+    // ns from TSC cycles; per call and per item (frame), as the loop saw them.
+    const double ns_per_cycle = 1e9 / double(rte_get_tsc_hz());
+    nlohmann::json j = nlohmann::json::object();
+    for (size_t i = 0; i < t.s.size(); ++i) {
+        const stage_times::one& o = t.s[i];
+        const double ns = double(o.cycles) * ns_per_cycle;
+        j[k_stage_names[i]] = {{"calls", o.calls}, {"items", o.items}, {"ns_total", uint64_t(ns)},
+                               {"ns_per_call", o.calls ? ns / double(o.calls) : 0.0},
+                               {"ns_per_item", o.items ? ns / double(o.items) : 0.0},
+                               {"max_ns", uint64_t(double(o.max_cycles) * ns_per_cycle)},
+                               {"descheduled_calls", o.calls - o.trim_calls},
+                               {"trimmed_ns_per_item", o.trim_items ? double(o.trim_cycles) * ns_per_cycle / double(o.trim_items) : 0.0},
+                               {"trimmed_ns_per_call", o.trim_calls ? double(o.trim_cycles) * ns_per_cycle / double(o.trim_calls) : 0.0}};
+    }
+    return j;
+}
+
 nlohmann::json to_json(const worker_counters& c)
 {
     return common::counters_json<nlohmann::json>(c, worker_counter_fields());
@@ -63,6 +82,7 @@ nlohmann::json to_json(const conn_info& c, bool with_paths)
         {"mtu", c.mtu},
         {"streams", c.streams},
         {"conn_cwnd", c.conn_cwnd},
+        {"rate_hint_mbps", c.rate_hint_mbps},
         {"inflight", c.inflight},
         {"outstanding_msgs", c.outstanding_msgs},
         {"tx_msgs_completed", c.tx_msgs_completed},

@@ -22,6 +22,8 @@ std::string path_state_name(State s)
 }
 
 nlohmann::json to_json(const worker_counters& c);
+// Per-stage loop timing (stage_timing.hpp): calls, items, ns total/per call/per item.
+nlohmann::json to_json(const stage_times& t);
 // The plane event log; wall_offset_ns = CLOCK_REALTIME ns - tsc_clock ns, taken now.
 nlohmann::json to_json(const plane_log& log, size_t planes, int64_t wall_offset_ns);
 nlohmann::json to_json(const counters& c);

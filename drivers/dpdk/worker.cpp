@@ -3,9 +3,13 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_cycles.h>
 #include <rte_ring.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "dpdk/eal.hpp"
 #include "dpdk/link_guard.hpp"
@@ -13,7 +17,18 @@
 
 namespace metaroce::dpdk {
 
-worker::worker(const worker_config& cfg) : cfg_(cfg), ep_(cfg.ep)
+namespace {
+std::vector<uint16_t> port_ids(const worker_config& cfg)
+{
+    std::vector<uint16_t> ids;
+    for (const plane_port& p : cfg.planes) {
+        ids.push_back(p.port_id);
+    }
+    return ids;
+}
+} // namespace
+
+worker::worker(const worker_config& cfg) : cfg_(cfg), ep_(cfg.ep), ext_(port_ids(cfg))
 {
     if (cfg_.planes.empty() || cfg_.planes.size() > k_max_planes) {
         throw dpdk_error("a worker needs 1.." + std::to_string(k_max_planes) + " planes");
@@ -36,6 +51,10 @@ worker::worker(const worker_config& cfg) : cfg_(cfg), ep_(cfg.ep)
     }
     detected_up_.fill(true);
     admin_up_.fill(true);
+    zero_copy_ = cfg_.tx_zero_copy;
+    for (const plane_port& p : cfg_.planes) {
+        zero_copy_ = zero_copy_ && p.multi_seg && !p.tx_csum.udp_software;
+    }
 }
 
 worker::~worker()
@@ -128,11 +147,13 @@ void worker::plane_changed(uint8_t plane, bool up, plane_cause why) noexcept
 bool worker::rx_plane(uint8_t plane, const io::deliver_to<endpoint>& deliver)
 {
     std::array<rte_mbuf*, k_burst> pkts;
+    const uint64_t t0 = stage_times::begin();
     const uint16_t n =
         rte_eth_rx_burst(cfg_.planes[plane].port_id, cfg_.queue, pkts.data(), k_burst);
     if (n == 0) {
         return false;
     }
+    stages_.end(stage::rx_burst, t0, n); // bursts with frames: empty polls are the idle loop
     if (!plane_up(plane)) {
         ctr_.rx_plane_down += n;
         rte_pktmbuf_free_bulk(pkts.data(), n);
@@ -142,6 +163,12 @@ bool worker::rx_plane(uint8_t plane, const io::deliver_to<endpoint>& deliver)
         if (i + 1 < n) {
             rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
         }
+        // Counted by the worker that took it off its queue, once: a frame handed on to
+        // its owner counts there as handoff_in only (summed over workers, rx_frames is
+        // what the ports delivered).
+        ++ctr_.rx_frames;
+        ++ctr_.plane_rx_frames[plane];
+        ctr_.rx_bytes += pkts[i]->pkt_len;
         rx_frame(pkts[i], plane, deliver);
     }
     return true;
@@ -167,18 +194,16 @@ bool worker::rx_inbox(const io::deliver_to<endpoint>& deliver)
 // Consumes the mbuf: frees it, or passes it to the worker that owns its address.
 void worker::rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>& deliver)
 {
-    ++ctr_.rx_frames;
-    ++ctr_.plane_rx_frames[plane];
-    ctr_.rx_bytes += m->pkt_len;
-    std::span<const uint8_t> bytes;
-    if (m->nb_segs == 1) {
-        bytes = {rte_pktmbuf_mtod(m, const uint8_t*), m->data_len};
-    } else {
-        ++ctr_.rx_linearized;
-        const uint32_t len = std::min<uint32_t>(m->pkt_len, uint32_t(scratch_.size()));
-        const void* p = rte_pktmbuf_read(m, 0, len, scratch_.data());
-        bytes = {static_cast<const uint8_t*>(p), len};
+    const uint64_t t_parse = stage_times::begin();
+    // The core copies the payload into its region straight from the mbuf: that is the
+    // only copy. Our pool's mbufs hold a whole frame, so a chain means a port whose
+    // buffers are smaller than the MTU's frames (counted, not copied again to read it).
+    if (m->nb_segs != 1) {
+        ++ctr_.rx_multi_seg;
+        rte_pktmbuf_free(m);
+        return;
     }
+    const std::span<const uint8_t> bytes{rte_pktmbuf_mtod(m, const uint8_t*), m->data_len};
     const plane_port& pp = cfg_.planes[plane];
     rx_csum_state hw;
     if (pp.rx_ip_csum) {
@@ -225,7 +250,10 @@ void worker::rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>
     const uint32_t src_node = node_of(r.pkt.src_ip, plane);
     neigh_[plane].learn(src_node, r.pkt.src_mac);
     const rx_meta meta{src_node, plane, r.pkt.udp_sport, r.pkt.ce};
+    stages_.end(stage::parse, t_parse);
+    const uint64_t t_place = stage_times::begin();
     deliver(meta, r.pkt.payload);
+    stages_.end(stage::placement, t_place);
     rte_pktmbuf_free(m);
 }
 
@@ -305,9 +333,14 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
     a.udp_sport = f.udp_sport;
     a.udp_dport = wire::k_udp_dst_port;
     a.ect = f.ect;
-    const size_t len = write_headers(frame, a, f.len, pp.tx_csum);
-    m->data_len = uint16_t(len);
+    const size_t len = write_headers(frame, a, f.wire_len(), pp.tx_csum);
+    m->data_len = uint16_t(len - f.payload_len);
     m->pkt_len = uint32_t(len);
+    if (f.payload_refs != 0 && !chain_payload(m, f)) {
+        ++ctr_.tx_no_mbuf;
+        rte_pktmbuf_free(m);
+        return io::tx_next::more;
+    }
     if (pp.tx_csum.ip_offload || pp.tx_csum.udp_offload) {
         m->l2_len = k_l2_len;
         m->l3_len = k_l3_len;
@@ -335,6 +368,82 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
     return io::tx_next::more;
 }
 
+// The payload pieces of a zero-copy frame after m's headers: chained in place when
+// every piece lies in memory registered here for this plane's port, else copied
+// behind the headers (the buffer the core had was sized for the whole frame).
+bool worker::chain_payload(rte_mbuf* m, const tx_frame& f) noexcept
+{
+    const size_t port = f.plane;
+    bool in_place = true;
+    for (size_t i = 0; i < f.payload_refs && in_place; ++i) {
+        in_place = ext_.covers(f.payload[i].host, f.payload[i].len, port);
+    }
+    if (!in_place) {
+        uint8_t* at = rte_pktmbuf_mtod_offset(m, uint8_t*, m->data_len);
+        for (size_t i = 0; i < f.payload_refs; ++i) {
+            std::memcpy(at, f.payload[i].host, f.payload[i].len);
+            at += f.payload[i].len;
+        }
+        m->data_len = uint16_t(m->data_len + f.payload_len);
+        ++ctr_.tx_payload_copied;
+        return true;
+    }
+    rte_mbuf* tail = m;
+    for (size_t i = 0; i < f.payload_refs; ++i) {
+        rte_mbuf* seg = tx_alloc();
+        if (seg == nullptr) {
+            return false; // the caller frees the chain built so far
+        }
+        ext_.attach(seg, f.payload[i].host, f.payload[i].len, port);
+        tail->next = seg;
+        tail = seg;
+        ++m->nb_segs;
+    }
+    ++ctr_.tx_zero_copy;
+    return true;
+}
+
+const extbuf_regions::region& worker::tx_register(const void* base, size_t len)
+{
+    return ext_.add(base, len);
+}
+
+uint32_t worker::tx_in_flight(const void* base) const noexcept
+{
+    const extbuf_regions::region* r = ext_.find(base);
+    return r == nullptr ? 0 : r->in_flight();
+}
+
+void worker::tx_deregister(const void* base, uint64_t timeout_ns)
+{
+    const uint64_t until = clk_.now_ns() + timeout_ns;
+    while (tx_in_flight(base) != 0) {
+        {
+            // Frames still queued here go out; a NIC frees what it sent on cleanup.
+            const link_guard::section io_ok(link_guard::section::wait);
+            for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+                if (txq_[p].n != 0) {
+                    flush_plane(p);
+                }
+                rte_eth_tx_done_cleanup(cfg_.planes[p].port_id, cfg_.queue, 0);
+            }
+        }
+        if (tx_in_flight(base) == 0) {
+            break;
+        }
+        if (clk_.now_ns() >= until) {
+            char at[32];
+            std::snprintf(at, sizeof at, "%p", base);
+            throw dpdk_error(std::string("cannot deregister the region at ") + at + ": " +
+                             std::to_string(tx_in_flight(base)) + " frame(s) sent from it in place are still " +
+                             "held by the port after " + std::to_string(timeout_ns / 1'000'000) +
+                             " ms (its link down or its queue stuck?); the memory must stay valid until they are freed");
+        }
+        rte_delay_us_sleep(100);
+    }
+    ext_.remove(base);
+}
+
 void worker::tx_flush(uint64_t) noexcept
 {
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
@@ -349,7 +458,9 @@ void worker::flush_plane(uint8_t plane) noexcept
     tx_queue& q = txq_[plane];
     // Timed: a PMD may block in here (net_af_packet waits for room in its kernel ring).
     const uint64_t t0 = clk_.now_ns();
+    const uint64_t c0 = stage_times::begin();
     const uint16_t sent = rte_eth_tx_burst(cfg_.planes[plane].port_id, cfg_.queue, q.pkts.data(), q.n);
+    stages_.end(stage::tx_burst, c0, sent);
     const uint64_t t1 = clk_.now_ns();
     ctr_.max_tx_burst_ns = std::max(ctr_.max_tx_burst_ns, t1 - t0);
     for (uint16_t i = 0; i < sent; ++i) {

@@ -26,8 +26,10 @@
 #include "common/endpoint_loop.hpp"
 #include "dpdk/eal.hpp"
 #include "dpdk/encap.hpp"
+#include "dpdk/extbuf.hpp"
 #include "dpdk/plane_log.hpp"
 #include "dpdk/planes.hpp"
+#include "dpdk/stage_timing.hpp"
 #include "dpdk/worker_counters.hpp"
 #include "metaroce/endpoint.hpp"
 
@@ -58,6 +60,7 @@ struct worker_config {
     rte_ring* inbox = nullptr;      // frames handed to us by other workers (may be null)
     std::vector<steer_entry> steering; // other workers of this process
     uint16_t tx_budget = 64;        // packets pulled from the core per poll
+    bool tx_zero_copy = true;       // send payloads from registered memory where ports allow
 };
 
 class worker {
@@ -78,10 +81,23 @@ public:
     void flush() noexcept;
 
     const worker_counters& counters() const noexcept { return ctr_; }
-    void clear_counters() noexcept { ctr_ = {}; }
+    void clear_counters() noexcept { ctr_ = {}; stages_ = {}; }
+    // Cycles per loop stage (stage_timing.hpp); all zero unless built with stage_timing.
+    const stage_times& stages() const noexcept { return stages_; }
+    stage_times& stages() noexcept { return stages_; } // the program adds `completion`
     // Plane state changes with their times (tsc_clock ns) and the first sends after.
     const plane_log& plane_events() const noexcept { return log_; }
     void clear_plane_events() noexcept { log_.clear(); }
+
+    // Zero copy (extbuf.hpp). Memory registered here (besides with the endpoint) is sent
+    // from in place: data frames chain their payload straight from it. Unregistered
+    // memory is copied into the frame. Both on the worker's lcore.
+    bool zero_copy() const noexcept { return zero_copy_; }
+    const extbuf_regions::region& tx_register(const void* base, size_t len);
+    // Sends what is queued and waits, up to timeout_ns, until no mbuf refers to the
+    // region any more; throws dpdk_error naming how many are still in flight.
+    void tx_deregister(const void* base, uint64_t timeout_ns = 1'000'000'000);
+    uint32_t tx_in_flight(const void* base) const noexcept;
 
     // The packet I/O of the shared endpoint loop (common/endpoint_loop.hpp).
     bool rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t now_ns);
@@ -91,6 +107,18 @@ public:
     void tx_unused() noexcept;
     io::tx_next tx_send(const tx_frame& f, uint64_t now_ns) noexcept;
     void tx_flush(uint64_t now_ns) noexcept;
+    bool tx_zero_copy() const noexcept { return zero_copy_; }
+    uint64_t time_begin() const noexcept { return stage_times::begin(); }
+    void time_built(const tx_frame& f, uint64_t t0) noexcept
+    {
+        if constexpr (k_stage_timing) {
+            // BTH byte 1 is the opcode: 0x10 and up are ACK, NAK and control (wire/headers.hpp).
+            stages_.end(f.len > 1 && f.buf[1] >= 0x10 ? stage::ack_build : stage::data_build, t0);
+        } else {
+            (void)f, (void)t0;
+        }
+    }
+    void time_timers(uint64_t t0) noexcept { stages_.end(stage::timers, t0); }
 
 private:
     void watch_planes();
@@ -102,10 +130,12 @@ private:
     void flush_plane(uint8_t plane) noexcept;
     bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
     rte_mbuf* tx_alloc() noexcept;
+    bool chain_payload(rte_mbuf* m, const tx_frame& f) noexcept;
 
     worker_config cfg_;
     endpoint ep_;
     worker_counters ctr_;
+    stage_times stages_;
     std::array<neighbor_table, k_max_planes> neigh_;
     std::array<int16_t, 1024> plane_of_port_{}; // port id -> plane, -1: not ours
 
@@ -117,7 +147,8 @@ private:
     std::array<rte_mbuf*, k_burst> spare_{}; // allocated in bulk, not yet used
     uint16_t spare_n_ = 0;
     rte_mbuf* tx_cur_ = nullptr;             // the mbuf tx_buffer() handed out
-    std::array<uint8_t, 16384> scratch_{};   // linearised multi-segment frames
+    bool zero_copy_ = false;                 // every plane takes chains, and it is wanted
+    extbuf_regions ext_;
 
     // Plane watch: compared once per poll, the endpoint's list read only on a change.
     tsc_clock clk_;

@@ -22,12 +22,14 @@ struct worker_counters {
     std::array<uint64_t, size_t(rx_drop::count_)> rx_drops{}; // [none] stays 0
     uint64_t rx_not_ours = 0;      // addressed to no worker of this process
     uint64_t rx_plane_down = 0;    // dropped: plane administratively down
-    uint64_t rx_linearized = 0;    // multi-segment frames copied to read them
+    uint64_t rx_multi_seg = 0;     // dropped: a frame in several mbufs (buffers < the MTU's frames)
     uint64_t tx_plane_down = 0;
     uint64_t tx_no_mbuf = 0;
     uint64_t tx_bad_frame = 0;     // the core named a plane we do not have
     uint64_t tx_queue_full = 0;    // bursts the port did not take whole (kept, retried)
     uint64_t tx_port_stalled = 0;  // dropped: their port took nothing for k_port_stall_ns
+    uint64_t tx_zero_copy = 0;     // data frames sent with their payload in place (extbuf.hpp)
+    uint64_t tx_payload_copied = 0; // data frames whose payload was copied (memory not registered here)
     uint64_t handoff_out = 0;
     uint64_t handoff_in = 0;
     uint64_t handoff_drops = 0;

@@ -25,5 +25,5 @@ expect 'port 0 does not exist' METAROCE_ADDR=10.0.0.1 "METAROCE_EAL=-l 0 --no-pc
 expect 'names 1 port(s) for 2 plane' METAROCE_ADDR=10.0.0.1,10.0.1.1 METAROCE_DPDK_PORTS=0 METAROCE_EAL=-l0
 expect 'udp or dpdk' METAROCE_BACKEND=xdp
 expect 'hca_id:.*metaroce0' METAROCE_ADDR=10.0.0.1 \
-    "METAROCE_EAL=-l 0 --no-pci --no-huge -m 128 --vdev=net_memif0,role=server,socket=$dir/m.sock,socket-abstract=no"
+    "METAROCE_EAL=-l 0 --no-pci --no-huge -m 128 --vdev=net_memif0,role=server,socket=$dir/m.sock,socket-abstract=no,bsize=8192"
 exit $fail

@@ -47,7 +47,8 @@ struct ctrl_msg {
     wire::be32_t rkey;       // region: the region; start: where echoes go
     wire::be64_t va;
     wire::be64_t len;        // region: its length; done: iterations of the busiest connection
-    wire::be64_t a;          // done (perf): peak (double bits); verdict: bad bytes
+    wire::be64_t a;          // done (perf): peak (double bits); verdict: bad bytes;
+                             // region (perf): the sender's workers (0: one)
     wire::be64_t b;          // done (perf): elapsed ns
 } __attribute__((packed));
 static_assert(sizeof(ctrl_msg) == 64);

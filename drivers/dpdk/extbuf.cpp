@@ -1,0 +1,217 @@
+// rte_dev_dma_map/unmap are experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include "dpdk/extbuf.hpp"
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_memory.h>
+
+#include <unistd.h>
+
+#include <string>
+#include <string_view>
+
+#include "dpdk/eal.hpp"
+
+namespace metaroce::dpdk {
+
+namespace {
+
+// Called when a region's count reaches zero, which only remove() could cause: the
+// registration holds one reference, so in flight never frees anything.
+void region_released(void*, void*) {}
+
+uintptr_t page_floor(uintptr_t a, size_t pg) { return a & ~(uintptr_t(pg) - 1); }
+uintptr_t page_ceil(uintptr_t a, size_t pg) { return page_floor(a + pg - 1, pg); }
+
+rte_device* port_device(uint16_t port)
+{
+    rte_eth_dev_info info{};
+    return rte_eth_dev_info_get(port, &info) == 0 ? info.device : nullptr;
+}
+
+// net_memif with zero-copy=yes hands its peer offsets into the memory it shares: DPDK's
+// first memseg list (its region 1; eth_memif_tx_zc computes every offset from there).
+bool memif_zero_copy(uint16_t port)
+{
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == nullptr ||
+        std::string_view(info.driver_name) != "net_memif" || info.device == nullptr) {
+        return false;
+    }
+    const rte_devargs* da = rte_dev_devargs(info.device);
+    const std::string args = da != nullptr && da->args != nullptr ? da->args : "";
+    return ("," + args + ",").find(",zero-copy=yes,") != std::string::npos;
+}
+
+const rte_memseg_list* first_memseg_list()
+{
+    const rte_memseg_list* first = nullptr;
+    rte_memseg_walk([](const rte_memseg_list* msl, const rte_memseg*, void* arg) {
+        *static_cast<const rte_memseg_list**>(arg) = msl;
+        return 1; // the first one is enough
+    }, &first);
+    return first;
+}
+
+} // namespace
+
+extbuf_regions::~extbuf_regions()
+{
+    for (auto& r : regions_) {
+        unmap(*r);
+    }
+}
+
+const extbuf_regions::region& extbuf_regions::add(const void* base, size_t len)
+{
+    if (const region* r = find(base); r != nullptr) {
+        return *r;
+    }
+    auto r = std::make_unique<region>();
+    r->base = static_cast<const uint8_t*>(base);
+    r->len = len;
+    r->shinfo.free_cb = region_released;
+    r->shinfo.fcb_opaque = r.get();
+    rte_mbuf_ext_refcnt_set(&r->shinfo, 1);
+    map_for_dma(*r);
+    regions_.push_back(std::move(r));
+    return *regions_.back();
+}
+
+const extbuf_regions::region* extbuf_regions::find(const void* base) const noexcept
+{
+    for (const auto& r : regions_) {
+        if (r->base == base) {
+            return r.get();
+        }
+    }
+    return nullptr;
+}
+
+bool extbuf_regions::remove(const void* base) noexcept
+{
+    for (size_t i = 0; i < regions_.size(); ++i) {
+        if (regions_[i]->base == base) {
+            if (regions_[i]->in_flight() != 0) {
+                return false;
+            }
+            unmap(*regions_[i]);
+            regions_.erase(regions_.begin() + ptrdiff_t(i));
+            last_ = 0;
+            return true;
+        }
+    }
+    return true;
+}
+
+void extbuf_regions::map_for_dma(region& r)
+{
+    r.mapped.assign(ports_.size(), false);
+    if (rte_mem_virt2memseg_list(r.base) != nullptr) {
+        r.dpdk_memory = true;
+        r.dma_note = "DPDK memory";
+    }
+    // rte_extmem_register takes whole pages; a region sharing a page with one added
+    // before fails with EEXIST and is then usable only by ports that do not map.
+    const size_t pg = size_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = page_floor(reinterpret_cast<uintptr_t>(r.base), pg);
+    const uintptr_t hi = page_ceil(reinterpret_cast<uintptr_t>(r.base) + r.len, pg);
+    if (!r.dpdk_memory) {
+        r.extmem = rte_extmem_register(reinterpret_cast<void*>(lo), hi - lo, nullptr, 0, pg) == 0;
+        r.dma_note = r.extmem ? "rte_extmem_register ok" : std::string("rte_extmem_register: ") + rte_strerror(rte_errno);
+    }
+    const bool iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
+    for (size_t i = 0; i < ports_.size(); ++i) {
+        rte_device* dev = port_device(ports_[i]);
+        const std::string port = "; port " + std::to_string(ports_[i]);
+        if (memif_zero_copy(ports_[i])) {
+            const rte_memseg_list* msl = r.dpdk_memory ? rte_mem_virt2memseg_list(r.base) : nullptr;
+            const bool shared = msl != nullptr && msl == first_memseg_list() &&
+                                rte_mem_virt2memseg_list(r.base + r.len - 1) == msl;
+            r.usable_ports |= shared ? 1u << i : 0;
+            r.dma_note += port + (shared ? ": memif zero-copy, in its shared memory"
+                                         : ": memif zero-copy, outside the memory it shares (copied)");
+            continue;
+        }
+        if (r.dpdk_memory || dev == nullptr || rte_dev_bus(dev) == nullptr ||
+            std::string_view(rte_bus_name(rte_dev_bus(dev))) == "vdev") {
+            r.usable_ports |= 1u << i; // DPDK's memory is mapped; a virtual device reads with the CPU
+            r.dma_note += port + (r.dpdk_memory ? ": already DMA-able" : ": virtual device, no DMA mapping needed");
+            continue;
+        }
+        // Physical addresses of foreign memory are unknown: map only in IOVA-as-VA mode.
+        const int rc = iova_va ? rte_dev_dma_map(dev, reinterpret_cast<void*>(lo), lo, hi - lo) : -1;
+        const int err = iova_va ? rte_errno : EINVAL;
+        if (rc == 0) {
+            r.mapped[i] = true;
+            r.usable_ports |= 1u << i;
+            r.dma_note += port + " DMA-mapped";
+        } else {
+            r.dma_note += port + " rte_dev_dma_map: " + rte_strerror(err) +
+                          " (its frames from here are copied)";
+        }
+    }
+}
+
+void extbuf_regions::unmap(region& r) noexcept
+{
+    const size_t pg = size_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = page_floor(reinterpret_cast<uintptr_t>(r.base), pg);
+    const uintptr_t hi = page_ceil(reinterpret_cast<uintptr_t>(r.base) + r.len, pg);
+    for (size_t i = 0; i < r.mapped.size(); ++i) {
+        if (r.mapped[i]) {
+            if (rte_device* dev = port_device(ports_[i]); dev != nullptr) {
+                rte_dev_dma_unmap(dev, reinterpret_cast<void*>(lo), lo, hi - lo);
+            }
+        }
+    }
+    if (r.extmem) {
+        rte_extmem_unregister(reinterpret_cast<void*>(lo), hi - lo);
+    }
+    r.mapped.assign(r.mapped.size(), false);
+    r.extmem = false;
+}
+
+extbuf_regions::region* extbuf_regions::lookup(const uint8_t* host, uint32_t len, size_t port) noexcept
+{
+    auto inside = [&](const region& r) {
+        return host >= r.base && host + len <= r.base + r.len && (r.usable_ports >> port & 1u) != 0;
+    };
+    if (last_ < regions_.size() && inside(*regions_[last_])) {
+        return regions_[last_].get();
+    }
+    for (size_t i = 0; i < regions_.size(); ++i) {
+        if (inside(*regions_[i])) {
+            last_ = i;
+            return regions_[i].get();
+        }
+    }
+    return nullptr;
+}
+
+bool extbuf_regions::attach(rte_mbuf* m, const uint8_t* host, uint32_t len, size_t port) noexcept
+{
+    region* r = lookup(host, len, port);
+    if (r == nullptr || len > UINT16_MAX) {
+        return false;
+    }
+    rte_iova_t iova = RTE_BAD_IOVA;
+    if (rte_eal_iova_mode() == RTE_IOVA_VA) {
+        iova = reinterpret_cast<uintptr_t>(host);
+    } else if (r->dpdk_memory) {
+        iova = rte_mem_virt2iova(host);
+    }
+    rte_mbuf_ext_refcnt_update(&r->shinfo, 1);
+    rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(host), iova, uint16_t(len), &r->shinfo);
+    m->data_len = uint16_t(len);
+    m->pkt_len = len;
+    return true;
+}
+
+} // namespace metaroce::dpdk

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A verified metaroce-perf pair over net_memif (perf_pair.sh) that also checks how the
+# payloads left: MODE zc (the default: sent in place from the registered buffer,
+# dpdk/extbuf.hpp), memif_zc (the same over net_memif zero-copy=yes), or copy (--tx-copy,
+# copied into mbufs); or MODE small_bsize: with
+# memif's default 2 KiB buffers the MTU's frames do not fit, which both sides refuse
+# (DPDK 22.11's memif corrupts frames that span buffers; port.cpp check_memif_bsize).
+#   zero_copy_pair.sh PERF_BINARY MODE TEST [metaroce-perf options...]
+set -u
+perf=$1; mode=$2; test_name=$3; shift 3
+here=$(dirname "$(realpath "$0")")
+out=$(mktemp -d /tmp/metaroce-zc.XXXXXX)
+extra=(--counters)
+[ "$mode" = copy ] && extra+=(--tx-copy)
+# memif's own zero copy: the client passes mbufs (ours, attached to the buffer) to the
+# server's side of the shared memory, which needs one file for DPDK's memory.
+[ "$mode" = memif_zc ] && export PERF_PAIR_VDEV=,zero-copy=yes PERF_PAIR_EAL=--single-file-segments
+if [ "$mode" = small_bsize ]; then
+  PERF_PAIR_BSIZE= PERF_PAIR_OUT=$out "$here/perf_pair.sh" "$perf" "$test_name" "$@" >"$out/pair.log" 2>&1
+  rc=$?
+  want="do not fit net_memif's 2048-byte buffers (bsize, the default)"
+  n=$(cat "$out/client.log" "$out/server.log" | grep -cF "$want")
+  echo "$test_name small_bsize: rc $rc, refused by $n of 2 sides"
+  [ $rc -ne 0 ] && [ "$n" -eq 2 ] || { cat "$out/pair.log"; rm -rf "$out"; exit 1; }
+  rm -rf "$out"; exit 0
+fi
+PERF_PAIR_OUT=$out "$here/perf_pair.sh" "$perf" "$test_name" "${extra[@]}" "$@" >"$out/pair.log" 2>&1
+rc=$?
+# A counter of the worker, summed over both sides.
+count() { cat "$out/client.log" "$out/server.log" | sed -n "s/^ *\"$1\": \([0-9]*\).*/\1/p" |
+          awk '{ s += $1 } END { print s + 0 }'; }
+zc=$(count tx_zero_copy); copied=$(count tx_payload_copied)
+echo "$test_name $mode: rc $rc, frames sent in place $zc, payloads copied into mbufs $copied"
+if [ $rc -ne 0 ]; then
+  cat "$out/pair.log"
+elif [ "$mode" != copy ] && { [ "$zc" -lt 100 ] || [ "$copied" -gt 20 ]; }; then
+  echo "expected the data frames in place (only the unregistered control buffer copied)"; rc=1
+elif [ "$mode" = copy ] && [ "$zc" -ne 0 ]; then
+  echo "--tx-copy sent frames in place"; rc=1
+fi
+rm -rf "$out"
+exit $rc
