@@ -2,8 +2,11 @@
 # Runs the issue-4 experiments (loss, incast, plane scaling, plane failure, collectives)
 # on the fabric model for metaroce and the RoCEv2 model: the JSON of every run, a
 # README.md with the tables and targets, and SVG figures (no plotting package needed).
-#   ./scripts/experiments.sh [--quick] [--update] [--out DIR]
+#   ./scripts/experiments.sh [--quick] [--sweep] [--update] [--out DIR]
 #   --quick   a smaller, faster set (about a tenth of the time; no 256:1 incast)
+#   --sweep   also runs the loss and incast targets over a family of fabrics and reports
+#             the worst value of each (scripts/experiments/sweep.py; with --quick, a
+#             family of 6 fabrics that takes a few minutes)
 #   --out DIR where the run goes (default build/experiments, or build/experiments/quick);
 #             tracked files are left alone
 #   --update  then publishes the run: replaces doc/results/ with it and rewrites the
@@ -15,18 +18,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=()
+sweep=()
 update=0
 out=
 while [ $# -gt 0 ]; do
   case $1 in
   --quick) quick=(--quick) ;;
+  --sweep) sweep=(--sweep) ;;
   --update) update=1 ;;
   --out)
     [ $# -ge 2 ] || { echo "experiments: --out needs a directory" >&2; exit 2; }
     out=$2
     shift
     ;;
-  -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "experiments: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -45,7 +50,11 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 echo "experiments: running the ${quick:+quick }set into $out/"
-nice python3 scripts/experiments/run.py "$sim" "$out" "${quick[@]}"
+family=()
+if [ ${#sweep[@]} -gt 0 ]; then
+  family=(--sweep "$([ ${#quick[@]} -gt 0 ] && echo quick || echo full)")
+fi
+nice python3 scripts/experiments/run.py "$sim" "$out" "${quick[@]}" "${family[@]}"
 
 if [ "$update" -eq 1 ]; then
   rm -rf doc/results

@@ -244,16 +244,27 @@ double base_rtt_ns(const scenario& s)
 {
     const topology_params& t = s.topology;
     uint32_t hops = 2;
+    bool across = false; // some pair crosses the long-haul links
+    const auto site = [&](uint32_t host) {
+        return s.long_haul.enabled() && host / t.hosts_per_leaf >= s.long_haul.site_b_leaf;
+    };
     for (const auto& [from, to] : plan_connections(s)) {
         if (from / t.hosts_per_leaf != to / t.hosts_per_leaf) {
             hops = 4;
-            break;
         }
+        across = across || site(from) != site(to);
     }
     const double ns_per_byte = 8 / t.link_gbps;
     const double data = wire_bytes(uint32_t(wire::max_packet_len(s.transport.mtu))) * ns_per_byte;
     const double ack = k_min_frame_bytes * ns_per_byte + k_preamble_ifg_bytes * ns_per_byte;
-    return 2.0 * hops * double(t.link_delay_ns) + hops * (data + ack);
+    const double local = 2.0 * hops * double(t.link_delay_ns) + hops * (data + ack);
+    if (!across) {
+        return local;
+    }
+    const double lh_per_byte = 8 / s.long_haul.gbps;
+    return local + 2.0 * double(s.long_haul.delay_ns) +
+           wire_bytes(uint32_t(wire::max_packet_len(s.transport.mtu))) * lh_per_byte +
+           (k_min_frame_bytes + k_preamble_ifg_bytes) * lh_per_byte;
 }
 
 void analyze(const scenario& s, const goodput_meter& m, const fabric& net, sim_result& r)

@@ -5,7 +5,7 @@
 namespace metaroce::sim {
 
 fabric::fabric(const scenario& s, event_queue& q, packet_pool& pool)
-    : topo_(s.topology, s.seed),
+    : topo_(s.topology, s.seed, s.long_haul),
       q_(q),
       pool_(pool),
       loss_(s.loss, s.topology.hosts * s.topology.planes, s.seed),
@@ -71,7 +71,17 @@ hop_result fabric::on_arrival(uint32_t pkt, uint32_t link_id, sim_time now)
             enqueue(pkt, topo_.leaf_up(m.plane, l.to, spine), now);
         }
         return hop_result::forwarded;
-    case link_kind::leaf_up:
+    case link_kind::leaf_up: {
+        // Between the sites the spine sends over its long-haul link first.
+        const uint32_t from_site = topo_.site_of_leaf(l.from);
+        if (from_site != topo_.site_of_leaf(dst_leaf)) {
+            enqueue(pkt, topo_.long_haul_link(m.plane, l.to, from_site), now);
+        } else {
+            enqueue(pkt, topo_.spine_down(m.plane, l.to, dst_leaf), now);
+        }
+        return hop_result::forwarded;
+    }
+    case link_kind::long_haul:
         enqueue(pkt, topo_.spine_down(m.plane, l.to, dst_leaf), now);
         return hop_result::forwarded;
     case link_kind::spine_down:

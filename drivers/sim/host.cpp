@@ -1,7 +1,6 @@
 #include "sim/host.hpp"
 
 #include <algorithm>
-#include <functional>
 
 #include "metaroce/wire/codec.hpp"
 #include "sim/wire_size.hpp"
@@ -12,6 +11,10 @@ namespace {
 // Packets per NIC port the driver lets queue: enough to keep the wire busy while
 // the next one is pulled, few enough that the core's pacing and windows decide.
 constexpr uint64_t k_nic_packets_per_plane = 2;
+// Packets one port may hold while another is hungry: the core picks each packet's
+// plane, so a short burst to one port must not idle the others (a NIC has a TX ring
+// per port; the DPDK worker stops pulling at one full burst queued on a port).
+constexpr uint64_t k_nic_ring_packets = 16;
 
 } // namespace
 
@@ -27,11 +30,10 @@ host::host(uint32_t index, const scenario& s, const host_load& load, event_queue
 {
     const uint32_t max_wire = wire_bytes(uint32_t(wire::max_packet_len(s.transport.mtu)));
     pkt_time_ = sim_time(double(max_wire) * 8000.0 / s.topology.link_gbps);
-    // Pull while some port is short of packets, up to twice the per-port allowance in
-    // total: the core picks each packet's plane, so a plain sum would let one busy port
-    // starve the others.
+    // Pull while some port is short of packets and none holds a full ring: a cap on the
+    // sum instead let one port's burst idle the others (plane scaling, issue 12).
     port_limit_ = pkt_time_ * k_nic_packets_per_plane;
-    backlog_limit_ = 2 * port_limit_ * planes_;
+    ring_limit_ = pkt_time_ * k_nic_ring_packets;
 }
 
 void host::on_packet(uint32_t pkt, sim_time now)
@@ -100,17 +102,17 @@ void host::drain(sim_time now)
     }
 }
 
-// Time the NIC ports need to send what they hold, summed over planes.
+// Time the fullest NIC port needs to send what it holds.
 sim_time host::egress_backlog(sim_time now) const noexcept
 {
-    uint64_t total = 0;
+    sim_time most = 0;
     for (uint32_t p = 0; p < planes_; ++p) {
         const sim_time busy = net_.nic_busy_until(index_, p);
         if (busy > now) {
-            total += busy - now;
+            most = std::max(most, busy - now);
         }
     }
-    return total;
+    return most;
 }
 
 // True while some port holds less than its allowance.
@@ -151,7 +153,7 @@ void host::pump_tx(sim_time now)
 
 std::span<uint8_t> host::tx_buffer(uint64_t) noexcept
 {
-    if (!port_hungry(tx_now_) || egress_backlog(tx_now_) >= backlog_limit_) {
+    if (!port_hungry(tx_now_) || egress_backlog(tx_now_) >= ring_limit_) {
         return {};
     }
     tx_pkt_ = pool_.alloc();
@@ -187,30 +189,17 @@ io::tx_next host::tx_send(const tx_frame& f, uint64_t) noexcept
     return io::tx_next::more;
 }
 
-// Earliest time the summed NIC backlog falls below the limit again. The sum is
-// piecewise linear: between two ports' busy_until it falls at one rate per busy port.
+// Earliest time every port holds less than a full ring again.
 sim_time host::drain_time(sim_time now) const noexcept
 {
-    std::array<sim_time, k_max_planes> busy{};
-    size_t n = 0;
+    sim_time t = now + 1;
     for (uint32_t p = 0; p < planes_; ++p) {
-        const sim_time b = net_.nic_busy_until(index_, p);
-        if (b > now) {
-            busy[n++] = b;
+        const sim_time busy = net_.nic_busy_until(index_, p);
+        if (busy >= now + ring_limit_) {
+            t = std::max(t, busy - ring_limit_ + 1);
         }
     }
-    std::sort(busy.begin(), busy.begin() + long(n), std::greater<>());
-    sim_time sum = 0;
-    for (size_t k = 0; k < n; ++k) {
-        sum += busy[k];
-        const sim_time lower = k + 1 < n ? busy[k + 1] : now;
-        // Here backlog(t) = sum - (k+1) t; it is below the limit past t.
-        const sim_time t = (sum - std::min(sum, backlog_limit_)) / (k + 1) + 1;
-        if (t >= lower) {
-            return std::max(t, now + 1);
-        }
-    }
-    return now + 1;
+    return t;
 }
 
 void host::arm_timer(sim_time now, bool after_timer)

@@ -65,7 +65,7 @@ private:
     void settle(sim_time now, bool after_timer);
     void drain(sim_time now);
     void pump_tx(sim_time now);
-    sim_time egress_backlog(sim_time now) const noexcept;
+    sim_time egress_backlog(sim_time now) const noexcept; // of the fullest port
     sim_time drain_time(sim_time now) const noexcept;
     bool port_hungry(sim_time now) const noexcept;
     sim_time hungry_time(sim_time now) const noexcept;
@@ -82,7 +82,7 @@ private:
     goodput_meter* meter_ = nullptr;
     sim_time pkt_time_;            // serialization time of a full packet
     sim_time port_limit_;          // per-port backlog (as send time) below which we pull
-    sim_time backlog_limit_;       // summed backlog at which we stop pulling
+    sim_time ring_limit_;          // one port's backlog at which we stop pulling
     sim_time timer_at_ = k_never;  // earliest host_timer event pending
     sim_time wake_at_ = k_never;   // earliest tx_wake event pending
     sim_time tx_now_ = 0;          // the time of the pull in progress

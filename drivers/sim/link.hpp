@@ -9,7 +9,7 @@
 
 namespace metaroce::sim {
 
-enum class link_kind : uint8_t { host_up, host_down, leaf_up, spine_down };
+enum class link_kind : uint8_t { host_up, host_down, leaf_up, spine_down, long_haul };
 
 struct link_stats {
     uint64_t tx_packets = 0;
@@ -25,7 +25,7 @@ struct link {
     link_kind kind = link_kind::host_up;
     uint8_t plane = 0;
     uint32_t from = 0;           // host, leaf or spine index within the plane
-    uint32_t to = 0;
+    uint32_t to = 0;             // long_haul: the spine, from = 0 (site A to B) or 1
     double ps_per_byte = 80;     // 100 Gb/s
     sim_time delay = 0;
     uint64_t buffer_bytes = 0;   // 0: no limit (a host NIC, paced by its driver)

@@ -157,6 +157,19 @@ nlohmann::ordered_json to_json(const sim_result& r)
                            {"fault", r.events_by_kind[size_t(event_kind::fault)]},
                            {"sample", r.events_by_kind[size_t(event_kind::sample)]}};
     add_metrics(j, r);
+    j["spread"] = {{"plane_tx_bytes", r.spread.plane_tx_bytes},
+                   {"leaf_up_max_over_mean", round3(r.spread.leaf_up_max_over_mean)},
+                   {"host_up_max_over_mean", round3(r.spread.host_up_max_over_mean)}};
+    if (!r.long_haul.empty()) {
+        nlohmann::ordered_json routes = nlohmann::ordered_json::array();
+        for (const auto& x : r.long_haul) {
+            routes.push_back({{"plane", x.plane}, {"spine", x.spine}, {"from_site", x.from_site},
+                              {"gbps", x.gbps}, {"tx_bytes", x.tx_bytes},
+                              {"ecn_marked", x.ecn_marked}, {"buffer_drops", x.buffer_drops},
+                              {"max_backlog_bytes", x.max_backlog_bytes}});
+        }
+        j["long_haul"] = routes;
+    }
     j["wall_time_s"] = round3(r.wall_time_s);
     j["events_per_second"] = std::round(r.events_per_second);
     return j;

@@ -47,6 +47,27 @@ struct victim_summary {
     uint64_t verified = 0;
 };
 
+// One long-haul link (scale-across): what it carried, so a run shows whether paths
+// moved off the slow or congested routes.
+struct route_summary {
+    uint32_t plane = 0;
+    uint32_t spine = 0;
+    uint32_t from_site = 0;
+    double gbps = 0;
+    uint64_t tx_bytes = 0;
+    uint64_t ecn_marked = 0;
+    uint64_t buffer_drops = 0;
+    uint64_t max_backlog_bytes = 0;
+};
+
+// How evenly the fabric's links carried the traffic: bytes sent per plane (host
+// ports), and the busiest leaf-spine and host port against the mean of their kind.
+struct spread_summary {
+    std::vector<uint64_t> plane_tx_bytes;
+    double leaf_up_max_over_mean = 0;   // 0 without spines
+    double host_up_max_over_mean = 0;   // over the host ports that sent anything
+};
+
 struct timeline_data {
     double interval_us = 0;
     std::vector<uint64_t> bytes;                  // per bin
@@ -86,6 +107,8 @@ struct sim_result {
     std::optional<victim_summary> victim;
     std::optional<recovery_summary> recovery;
     timeline_data timeline;
+    spread_summary spread;
+    std::vector<route_summary> long_haul;
     uint64_t placed_bytes = 0;         // payload placed at receivers (sum of the timeline)
     double state_bytes_per_connection = 0;
     double peak_rss_mb = 0;

@@ -27,6 +27,19 @@ struct topology_params {
     uint32_t leaves() const noexcept { return (hosts + hosts_per_leaf - 1) / hosts_per_leaf; }
 };
 
+// Scale-across: leaves from site_b_leaf on form a second site. Traffic between the sites
+// crosses a long-haul link between spine s of each site (one route per spine and plane,
+// each way), after the leaf-spine hop and before the spine-leaf hop.
+struct long_haul_params {
+    uint32_t site_b_leaf = 0;       // 0: one site, no long-haul links
+    uint64_t delay_ns = 1'000'000;  // one way
+    double gbps = 100;
+    uint32_t slow_routes = 0;       // plane 0's first slow_routes spines run at slow_gbps
+    double slow_gbps = 10;
+
+    bool enabled() const noexcept { return site_b_leaf != 0; }
+};
+
 enum class loss_kind : uint8_t { none, iid, gilbert };
 
 struct loss_params {
@@ -90,6 +103,7 @@ struct scenario {
     uint64_t seed = 1;
     std::optional<uint64_t> duration_ns;  // stop here even if messages are pending
     topology_params topology;
+    long_haul_params long_haul;
     transport_config transport;           // planes is set from topology.planes
     protocol_params protocol;
     loss_params loss;

@@ -94,6 +94,15 @@ void parse_topology(const json_reader& r, topology_params& t)
     r.read_uint("ecn_threshold_bytes", t.ecn_threshold_bytes, 0, uint64_t(1) << 40);
 }
 
+void parse_long_haul(const json_reader& r, long_haul_params& lh)
+{
+    r.read_uint("site_b_leaf", lh.site_b_leaf, 1, 65535);
+    read_us(r, "delay_us", lh.delay_ns, 1e6);
+    r.read_double("gbps", lh.gbps, 0.001, 100'000);
+    r.read_uint("slow_routes", lh.slow_routes, 0, 1024);
+    r.read_double("slow_gbps", lh.slow_gbps, 0.001, 100'000);
+}
+
 void parse_transport(const json_reader& r, transport_config& t, protocol_params& p)
 {
     p.kind = read_enum(r, "protocol", k_protocols, p.kind);
@@ -238,8 +247,14 @@ scenario parse_scenario(const nlohmann::json& j)
         parse_topology(json_reader(r.at("topology"), "topology",
                                    {"hosts", "planes", "spines_per_plane", "hosts_per_leaf",
                                     "link_gbps", "link_delay_ns", "switch_buffer_bytes",
-                                    "ecn_threshold_bytes"}),
+                                    "ecn_threshold_bytes", "long_haul"}),
                        s.topology);
+        if (const auto& t = r.at("topology"); t.contains("long_haul")) {
+            parse_long_haul(json_reader(t.at("long_haul"), "topology.long_haul",
+                                        {"site_b_leaf", "delay_us", "gbps", "slow_routes",
+                                         "slow_gbps"}),
+                            s.long_haul);
+        }
     }
     if (r.has("transport")) {
         parse_transport(json_reader(r.at("transport"), "transport",
@@ -293,6 +308,13 @@ void validate(const scenario& s)
     }
     if (t.leaves() > 1 && t.spines_per_plane == 0) {
         invalid("topology.spines_per_plane", "must be at least 1 with more than one leaf");
+    }
+    if (s.long_haul.enabled() && s.long_haul.site_b_leaf >= t.leaves()) {
+        invalid("topology.long_haul.site_b_leaf", "must be below the number of leaves (" +
+                                                      std::to_string(t.leaves()) + ")");
+    }
+    if (s.long_haul.slow_routes > t.spines_per_plane) {
+        invalid("topology.long_haul.slow_routes", "must be at most topology.spines_per_plane");
     }
     switch (w.pattern) {
     case pattern_kind::allreduce_ring:

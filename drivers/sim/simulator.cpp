@@ -8,6 +8,7 @@
 
 #include "metaroce/wire/codec.hpp"
 #include "sim/analysis.hpp"
+#include "sim/link_summary.hpp"
 #include "sim/rocev2/wire.hpp"
 #include "sim/scenario_json.hpp"
 #include "sim/traffic_pattern.hpp"
@@ -173,6 +174,7 @@ sim_result simulator::collect(const char* stop_reason, double wall_s) const
     r.events_by_kind = by_kind_;
     r.events_per_second = wall_s > 0 ? double(events_) / wall_s : 0;
     analyze(s_, meter_, net_, r);
+    summarize_links(net_.topo(), s_.long_haul, r);
     // Transport state per connection, from the initiator's side of each one.
     double state = 0;
     const size_t n = work_->pattern_connections();

@@ -5,13 +5,14 @@
 
 namespace metaroce::sim {
 
-topology::topology(const topology_params& p, uint64_t seed)
+topology::topology(const topology_params& p, uint64_t seed, const long_haul_params& lh)
     : hosts_(p.hosts),
       planes_(p.planes),
       leaves_(p.leaves()),
       spines_(p.leaves() > 1 ? p.spines_per_plane : 0),
       hosts_per_leaf_(p.hosts_per_leaf),
-      per_plane_(2 * hosts_ + 2 * leaves_ * spines_)
+      site_b_leaf_(lh.enabled() && lh.site_b_leaf < leaves_ ? lh.site_b_leaf : 0),
+      per_plane_(2 * hosts_ + 2 * leaves_ * spines_ + (site_b_leaf_ != 0 ? 2 * spines_ : 0))
 {
     links_.resize(size_t(planes_) * per_plane_);
     const double ps_per_byte = 8000.0 / p.link_gbps;
@@ -38,6 +39,15 @@ topology::topology(const topology_params& p, uint64_t seed)
             for (uint32_t s = 0; s < spines_; ++s) {
                 init(leaf_up(pl, lf, s), link_kind::leaf_up, pl, lf, s);
                 init(spine_down(pl, s, lf), link_kind::spine_down, pl, s, lf);
+            }
+        }
+        for (uint32_t s = 0; site_b_leaf_ != 0 && s < spines_; ++s) {
+            const bool slow = pl == 0 && s < lh.slow_routes;
+            for (uint32_t dir = 0; dir < 2; ++dir) {
+                const uint32_t id = long_haul_link(pl, s, dir);
+                init(id, link_kind::long_haul, pl, dir, s);
+                links_[id].delay = from_ns(lh.delay_ns);
+                links_[id].ps_per_byte = 8000.0 / (slow ? lh.slow_gbps : lh.gbps);
             }
         }
     }

@@ -22,13 +22,19 @@ constexpr uint32_t plane_addr(uint32_t host, uint32_t plane) noexcept
 
 class topology {
 public:
-    topology(const topology_params& p, uint64_t seed);
+    topology(const topology_params& p, uint64_t seed, const long_haul_params& lh = {});
 
     uint32_t hosts() const noexcept { return hosts_; }
     uint32_t planes() const noexcept { return planes_; }
     uint32_t leaves() const noexcept { return leaves_; }
     uint32_t spines() const noexcept { return spines_; }
     uint32_t leaf_of(uint32_t host) const noexcept { return host / hosts_per_leaf_; }
+    // Scale-across: which site a leaf is in (always 0 without long-haul links).
+    uint32_t site_of_leaf(uint32_t leaf) const noexcept
+    {
+        return site_b_leaf_ != 0 && leaf >= site_b_leaf_ ? 1 : 0;
+    }
+    bool long_haul() const noexcept { return site_b_leaf_ != 0; }
 
     // Link ids.
     uint32_t host_up(uint32_t plane, uint32_t host) const noexcept { return base(plane) + host; }
@@ -43,6 +49,11 @@ public:
     uint32_t spine_down(uint32_t plane, uint32_t spine, uint32_t leaf) const noexcept
     {
         return base(plane) + 2 * hosts_ + leaves_ * spines_ + spine * leaves_ + leaf;
+    }
+    // from_site 0: site A to site B.
+    uint32_t long_haul_link(uint32_t plane, uint32_t spine, uint32_t from_site) const noexcept
+    {
+        return base(plane) + 2 * hosts_ + 2 * leaves_ * spines_ + 2 * spine + from_site;
     }
 
     // Spine a leaf picks for a flow: a seeded hash of the 5-tuple, as switches do.
@@ -62,6 +73,7 @@ private:
     uint32_t leaves_;
     uint32_t spines_;
     uint32_t hosts_per_leaf_;
+    uint32_t site_b_leaf_;
     uint32_t per_plane_;
     std::vector<link> links_;
     std::vector<uint64_t> leaf_seed_; // plane * leaves + leaf

@@ -314,7 +314,73 @@ class Collectives:
         return lines + [""], [], head
 
 
-EXPERIMENTS = [Loss(), Incast(), Planes(), PlaneFailure(), Collectives()]
+class ScaleAcross:
+    """Two sites joined by long-haul links (1 ms one way, one per spine and plane): a
+    local sender (10 us base RTT) and a remote one (2 ms) write to the same host, so
+    they share its last hop, behind the long-haul links. 'routes' makes 2 of plane
+    0's 4 long-haul routes 10 Gb/s: paths should leave them for the other 6."""
+    dir = "6_scale_across"
+    cases_ = {"shared": 0, "routes": 2}
+
+    def cases(self, quick):
+        out = []
+        for key, slow in self.cases_.items():
+            for p in PROTOCOLS:
+                out.append((key, p, scenario(
+                    f"scale_across_{key}", p, timeline_us=100, duration_us=200000,
+                    topology__hosts=4, topology__hosts_per_leaf=1,
+                    topology__long_haul={"site_b_leaf": 2, "delay_us": 1000, "gbps": 100,
+                                         "slow_routes": slow, "slow_gbps": 10},
+                    transport__paths_per_connection=64, transport__rocev2_spread_planes=True,
+                    workload__pattern="incast", workload__senders=2,
+                    workload__message_bytes=4 << 20, workload__messages=48 if quick else 64,
+                    workload__outstanding=8)))
+        return out
+
+    @staticmethod
+    def routes(r):
+        """(share of the remote flow's long-haul bytes on the slow routes, their share of
+        the long-haul capacity)."""
+        back = [x for x in r.get("long_haul", []) if x["from_site"] == 1]
+        total = sum(x["tx_bytes"] for x in back) or 1
+        cap = sum(x["gbps"] for x in back)
+        slow = [x for x in back if x["gbps"] < max(y["gbps"] for y in back)]
+        return sum(x["tx_bytes"] for x in slow) / total, sum(x["gbps"] for x in slow) / cap
+
+    def report(self, res, quick):
+        lines = ["## 6. Scale-across", "",
+                 "Hosts 0 and 1 in site A, hosts 2 and 3 in site B (one leaf each, 4 spines per plane, "
+                 "2 planes); between the sites one long-haul link per spine and plane, 100 Gb/s, 1 ms one "
+                 "way. Host 1 (10 us base RTT) and host 2 (2 ms) each write "
+                 f"{48 if quick else 64} x 4 MiB to host 0, 64 paths per connection. Jain over the two "
+                 "senders while both are active. 'routes': 2 of plane 0's long-haul routes run at 10 Gb/s "
+                 "(their share of the capacity is small); how much of the remote sender's long-haul traffic "
+                 "they carried tells whether paths prefer the uncongested routes.", "",
+                 "| case | protocol | goodput Gb/s | Jain local/remote | timeouts | reroutes | drops "
+                 "| slow routes: bytes / capacity share | verified |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        for key in self.cases_:
+            for p in PROTOCOLS:
+                r = res[p][key]
+                share = "–"
+                if key == "routes":
+                    b, c = self.routes(r)
+                    share = f"{b * 100:.1f} % / {c * 100:.1f} %"
+                lines.append(f"| {key} | {LABEL[p]} | {r['goodput_gbps']:.1f} | {fmt(r['jain_index'], 3)} | "
+                             f"{r['timeouts']} | {r['reroutes']} | {r['dropped_packets']} | {share} | "
+                             f"{r['data_verified']} |")
+        j = res["metaroce"]["shared"]["jain_index"] or 0
+        b, c = self.routes(res["metaroce"]["routes"])
+        targets = [("scale-across: Jain between 10 us and 2 ms flows ≥ 0.9",
+                    verdict(j >= 0.9, f"{j:.3f}, margin {j - 0.9:+.3f}")),
+                   ("scale-across: slow long-haul routes carry no more than their capacity share",
+                    verdict(b <= c, f"{b * 100:.1f} % of the bytes, {c * 100:.1f} % of the capacity"))]
+        head = [("scale-across: Jain 10 us vs 2 ms flows", fmt(j, 3),
+                 fmt(res["rocev2_model"]["shared"]["jain_index"], 3), "open problem")]
+        return lines + [""], targets, head
+
+
+EXPERIMENTS = [Loss(), Incast(), Planes(), PlaneFailure(), Collectives(), ScaleAcross()]
 
 
 def result_path(exp, s):

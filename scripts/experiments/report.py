@@ -3,7 +3,10 @@
 the figures block of the top-level README.md, or checks that they already agree.
 
 Usage: report.py DIR [--readme README.md] [--check]
-  DIR/run.json says which set ran and how: {"quick": bool, "elapsed_s": s, "cores": n}.
+  DIR/run.json says which set ran and how: {"quick": bool, "elapsed_s": s, "cores": n,
+  "experiments": [dirs], "sweep": family}; without "experiments", the first five ran
+  (runs from before 6_scale_across); without "sweep", no sweep ran.
+  DIR/sweep.json holds the sweep's worst values; --check recomputes them from the runs.
   --readme F  also rewrites (or checks) F's block between the experiments markers.
   --check     writes nothing; exits 1, with a diff, when DIR's README.md, its figures or
               F's block differ from what DIR's JSON gives, or when a run's input is not
@@ -18,20 +21,54 @@ import tempfile
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep  # noqa: E402
 from definitions import EXPERIMENTS, PROTOCOLS, result_path  # noqa: E402
+
+# What a run.json without an "experiments" list ran.
+LEGACY = ["1_loss", "2_incast", "3_planes", "4_plane_failure", "5_collectives"]
 
 BEGIN = ("<!-- experiments:begin (written by ./scripts/experiments.sh --update from "
          "doc/results/; change the script, not this block) -->")
 END = "<!-- experiments:end -->"
 
 
+def experiments(manifest):
+    ran = manifest.get("experiments", LEGACY)
+    return [exp for exp in EXPERIMENTS if exp.dir in ran]
+
+
+def load_sweep(out, manifest, problems, expected):
+    """{case key: result} of the sweep's runs, None when no sweep ran."""
+    family = manifest.get("sweep")
+    if family is None:
+        return None
+    runs = {}
+    for key, s in sweep.cases(family):
+        rel = sweep.file_name(key)
+        expected.add(rel)
+        path = os.path.join(out, rel)
+        if not os.path.exists(path):
+            problems.append(f"{rel}: missing")
+            continue
+        with open(path) as f:
+            r = json.load(f)
+        if r.get("input") != s:
+            problems.append(f"{rel}: ran a different scenario than sweep.py builds now")
+        runs[key] = r
+    return runs
+
+
 def load(out):
-    """(manifest, {dir: {protocol: {key: result}}}, problems)."""
+    """(manifest, {dir: {protocol: {key: result}}}, problems); results["sweep"] is the
+    sweep's summary recomputed from its runs (when one ran)."""
     with open(os.path.join(out, "run.json")) as f:
         manifest = json.load(f)
     quick = manifest["quick"]
     results, problems, expected = {}, [], set()
-    for exp in EXPERIMENTS:
+    runs = load_sweep(out, manifest, problems, expected)
+    if runs is not None and not problems:
+        results["sweep"] = sweep.summary(runs, manifest["sweep"])
+    for exp in experiments(manifest):
         res = results.setdefault(exp.dir, {p: {} for p in PROTOCOLS})
         for key, proto, s in exp.cases(quick):
             rel = result_path(exp, s)
@@ -55,13 +92,20 @@ def load(out):
 def sections(manifest, results):
     quick = manifest["quick"]
     body, targets, head = [], [], []
-    for exp in EXPERIMENTS:
+    for exp in experiments(manifest):
         lines, t, h = exp.report(results[exp.dir], quick)
         body += lines
         targets += t
         head += h
-    sim_s = sum(r["wall_time_s"] for res in results.values() for by in res.values() for r in by.values())
-    cmd = "./scripts/experiments.sh --update" + (" --quick" if quick else "")
+    if "sweep" in results:
+        lines, t, h = sweep.report(results["sweep"])
+        body += lines
+        targets += t
+        head += h
+    sim_s = sum(r["wall_time_s"] for d, res in results.items() if d != "sweep"
+                for by in res.values() for r in by.values()) + results.get("sweep", {}).get("sim_s", 0)
+    cmd = ("./scripts/experiments.sh --update" + (" --quick" if quick else "")
+           + (" --sweep" if manifest.get("sweep") in ("full", "quick") else ""))
     e = manifest["elapsed_s"]
     took = (f"{sim_s:.0f} s of simulation, {f'{e:.0f} s' if e < 120 else f'{e / 60:.0f} min'} "
             f"for the whole script on {manifest['cores']} cores")
@@ -124,13 +168,23 @@ def diff(name, want, have):
 
 def draw(manifest, results, out):
     import plots  # only here: checking the text needs no drawing
-    plots.draw_all(EXPERIMENTS, results, manifest["quick"], out)
+    plots.draw_all(experiments(manifest), results, manifest["quick"], out)
+
+
+def sweep_json(results):
+    return json.dumps(results["sweep"], indent=1) + "\n"
 
 
 def check(out, readme):
     manifest, results, problems = load(out)
     if problems:
         return problems
+    if "sweep" in results:
+        path = os.path.join(out, "sweep.json")
+        have = open(path).read() if os.path.exists(path) else ""
+        want = sweep_json(results)
+        if have != want:
+            problems.append(diff(path, want, have))
     path = os.path.join(out, "README.md")
     with open(path) as f:
         have = f.read()
@@ -144,7 +198,7 @@ def check(out, readme):
         if text != want:
             problems.append(diff(readme, want, text))
     with tempfile.TemporaryDirectory() as tmp:
-        for exp in EXPERIMENTS:
+        for exp in experiments(manifest):
             os.makedirs(os.path.join(tmp, exp.dir))
         draw(manifest, results, tmp)
         for svg in sorted(glob.glob(os.path.join(tmp, "*", "*.svg"))):
@@ -166,6 +220,9 @@ def write(out, readme):
     if problems:
         raise SystemExit("\n".join(problems))
     draw(manifest, results, out)
+    if "sweep" in results:
+        with open(os.path.join(out, "sweep.json"), "w") as f:
+            f.write(sweep_json(results))
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(results_readme(manifest, results))
     if readme:
