@@ -124,6 +124,7 @@ void parse_transport(const json_reader& r, transport_config& t, protocol_params&
     r.read_uint("replane_after", t.replane_after, 1, 1'000'000);
     r.read_double("path_cwnd_init", t.cc.path_cwnd_init, 1, 1e6);
     r.read_double("conn_cwnd_init", t.cc.conn_cwnd_init, 1, 1e6);
+    r.read_double("conn_cwnd_first", t.cc.conn_cwnd_first, 1, 1e6);
     r.read_double("conn_cwnd_max", t.cc.conn_cwnd_max, 1, 1e6);
 }
 
@@ -262,7 +263,7 @@ scenario parse_scenario(const nlohmann::json& j)
                                      "rq_depth", "ack_every_bytes", "ack_delay_ns",
                                      "initial_rtt_us", "min_rto_us", "max_rto_us", "connect_retry_us", "max_timeouts",
                                      "reroute_after", "replane_after", "path_cwnd_init",
-                                     "conn_cwnd_init", "conn_cwnd_max"}),
+                                     "conn_cwnd_init", "conn_cwnd_first", "conn_cwnd_max"}),
                         s.transport, s.protocol);
     }
     if (r.has("faults")) {
