@@ -44,18 +44,24 @@ def load_sweep(out, manifest, problems, expected):
         return None
     runs = {}
     for key, s in sweep.cases(family):
-        rel = sweep.file_name(key)
-        expected.add(rel)
-        path = os.path.join(out, rel)
-        if not os.path.exists(path):
-            problems.append(f"{rel}: missing")
-            continue
-        with open(path) as f:
-            r = json.load(f)
-        if r.get("input") != s:
-            problems.append(f"{rel}: ran a different scenario than sweep.py builds now")
-        runs[key] = r
+        r = load_result(out, sweep.file_name(key), s, "sweep.py", problems, expected)
+        if r is not None:
+            runs[key] = r
     return runs
+
+
+def load_result(out, rel, scenario, builder, problems, expected):
+    """The result at out/rel, None when missing; notes a run of another scenario."""
+    expected.add(rel)
+    path = os.path.join(out, rel)
+    if not os.path.exists(path):
+        problems.append(f"{rel}: missing")
+        return None
+    with open(path) as f:
+        r = json.load(f)
+    if r.get("input") != scenario:
+        problems.append(f"{rel}: ran a different scenario than {builder} builds now")
+    return r
 
 
 def load(out):
@@ -71,17 +77,9 @@ def load(out):
     for exp in experiments(manifest):
         res = results.setdefault(exp.dir, {p: {} for p in PROTOCOLS})
         for key, proto, s in exp.cases(quick):
-            rel = result_path(exp, s)
-            expected.add(rel)
-            path = os.path.join(out, rel)
-            if not os.path.exists(path):
-                problems.append(f"{rel}: missing")
-                continue
-            with open(path) as f:
-                r = json.load(f)
-            if r.get("input") != s:
-                problems.append(f"{rel}: ran a different scenario than definitions.py builds now")
-            res[proto][key] = r
+            r = load_result(out, result_path(exp, s), s, "definitions.py", problems, expected)
+            if r is not None:
+                res[proto][key] = r
     for path in sorted(glob.glob(os.path.join(out, "*", "*.json"))):
         rel = os.path.relpath(path, out)
         if rel not in expected:
