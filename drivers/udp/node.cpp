@@ -42,6 +42,9 @@ endpoint_config make_config(const node_params& p)
     if (!(p.test_drop_rate >= 0 && p.test_drop_rate <= 1)) {
         throw std::runtime_error("test_drop_rate must be within 0..1");
     }
+    if (p.sport_slots == 0 || p.sport_slots > wire::k_udp_sport_span) {
+        throw std::runtime_error("sport_slots must be 1.." + std::to_string(wire::k_udp_sport_span));
+    }
     if (p.rx_burst == 0 || p.tx_budget == 0) {
         throw std::runtime_error("rx_burst and tx_budget must be at least 1");
     }
@@ -55,6 +58,7 @@ endpoint_config make_config(const node_params& p)
     c.max_connections = p.max_connections;
     c.cq_depth = p.cq_depth;
     c.max_mrs = p.max_mrs;
+    c.entropy_ports = p.sport_slots; // one socket per port: the core spreads over exactly these
     if (const std::string why = validate(c); !why.empty()) {
         throw std::runtime_error("UDP node configuration: " + why);
     }

@@ -38,6 +38,8 @@ std::string validate(const endpoint_config& c)
               "must be in (0, 1]", c.hint_utilization);
     k.require(c.inbound_capacity_mbps == 0 || c.rate_epoch_ns > 0, "rate_epoch_ns",
               "must be positive when rate hints are on", c.rate_epoch_ns);
+    k.require(c.entropy_ports >= 1 && c.entropy_ports <= wire::k_udp_sport_span, "entropy_ports",
+              "must be 1..16384", c.entropy_ports);
     k.require(t.mtu >= 64, "transport.mtu", "must be at least 64 bytes", t.mtu);
     k.require(t.paths >= 1 && t.paths <= wire::k_sack_bits, "transport.paths", "must be 1..256", t.paths);
     k.require(t.planes >= 1 && t.planes <= 32, "transport.planes", "must be 1..32", int(t.planes));

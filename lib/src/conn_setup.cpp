@@ -60,7 +60,7 @@ uint16_t endpoint::impl::path_entropy(const connection& c, uint32_t path, uint32
     z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
     z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ull;
     z ^= z >> 33;
-    return uint16_t(wire::k_udp_sport_min + z % wire::k_udp_sport_span);
+    return uint16_t(wire::k_udp_sport_min + z % cfg.entropy_ports);
 }
 
 connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)

@@ -57,7 +57,11 @@ void endpoint::impl::reroute(connection& c, uint32_t path, uint8_t plane) noexce
 {
     path_tx& p = c.ptx[path];
     p.plane = plane;
-    p.udp_sport = path_entropy(c, path, ++p.epoch);
+    // A new epoch must mean a new port (spec 5.6): with few ports two epochs can collide.
+    const uint16_t old = p.udp_sport;
+    do {
+        p.udp_sport = path_entropy(c, path, ++p.epoch);
+    } while (p.udp_sport == old && cfg.entropy_ports > 1);
     ++stats.reroutes;
 }
 

@@ -88,6 +88,10 @@ struct endpoint_config {
     // the driver's framing. 66 = Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 + preamble and
     // inter-frame gap 20.
     uint32_t frame_overhead_bytes = 66;
+    // Distinct UDP source ports the driver can send data from: path entropy is drawn
+    // from 49152 .. 49152 + entropy_ports - 1, so a reroute that must change the port
+    // (spec 5.6) changes it on the wire too. The kernel-UDP driver has fewer sockets.
+    uint16_t entropy_ports = wire::k_udp_sport_span;
     // Initial PSNs, connection ids, nonces, tokens, the cookie key and path entropy all
     // derive from it: drivers on a real network seed it from the OS (getrandom); the
     // model and tests use fixed seeds for reproducible runs.
