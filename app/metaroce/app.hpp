@@ -88,8 +88,12 @@ public:
 private:
     static void clear_interrupt() noexcept; // a new command starts
     void publish_planes() noexcept;
-    const memory_region& user_region(uint32_t lkey) const;
-    void refuse_other_lane(conn_id c); // the verbs commands: worker 0's connections only
+    struct user_mr;
+    // The "mr reg" region one of whose lkeys (any worker's) is lkey.
+    const user_mr& user_region(uint32_t lkey) const;
+    // The lane a verbs command on connection c acts on: its owner (lane 0 when none
+    // has it: the endpoint then answers "no such connection").
+    datapath& verbs_lane(conn_id c);
     // Lanes (app_lanes.cpp): the one holding connection c (nullptr: none), the one with
     // the fewest connections (where "connect" places a new one), every lane's counters.
     datapath* lane_of(conn_id c);
@@ -104,13 +108,16 @@ private:
     std::array<std::atomic<bool>, dpdk::k_max_planes> admin_down_{}; // "set plane N down"
     std::array<std::atomic<bool>, dpdk::k_max_planes> link_down_{};  // from the control thread
     std::array<bool, dpdk::k_max_planes> published_{};  // control thread only
-    // One datapath lane per worker lcore; dp_ is lane 0 (ports, regions, the verbs).
+    // One datapath lane per worker lcore; dp_ is lane 0 (ports, the mailbox of the
+    // commands that touch no connection).
     std::vector<std::unique_ptr<datapath>> lanes_;
     datapath* dp_ = nullptr;
-    // Regions registered with "mr reg" (the buffer outlives its registration).
+    // Regions registered with "mr reg" (the buffer outlives its registration), on
+    // every lane: each worker's endpoint has its own keys for the one buffer.
     struct user_mr {
         dpdk::eal_buffer buf;
-        memory_region mr;
+        memory_region mr;                 // worker 0's keys (what "mr reg" names it by)
+        std::vector<memory_region> lanes; // [k]: worker k's; [0] == mr
     };
     std::vector<user_mr> user_mrs_;
     std::atomic<bool> quit_{false};

@@ -81,16 +81,20 @@ const char* wc_opcode_name(wc_opcode op)
 
 } // namespace
 
-const memory_region& application::user_region(uint32_t lkey) const
+const application::user_mr& application::user_region(uint32_t lkey) const
 {
     for (const user_mr& u : user_mrs_) {
-        if (u.mr.lkey == lkey) {
-            return u.mr;
+        for (const memory_region& m : u.lanes) {
+            if (m.lkey == lkey) {
+                return u;
+            }
         }
     }
     throw std::invalid_argument("no region with lkey " + std::to_string(lkey) + " (see 'mr reg')");
 }
 
+// A region is registered with every lane's endpoint (and its worker's zero-copy TX),
+// each through the lane's own mailbox: a connection on any worker can use it.
 void application::mr_reg(const args& a)
 {
     if (a.size() != 4) {
@@ -103,20 +107,38 @@ void application::mr_reg(const args& a)
     }
     user_mr u;
     u.buf = dpdk::eal_buffer("mr_user", len, -1);
-    std::optional<memory_region> mr;
-    dp_->call([&] {
-        mr = dp_->w().ep().memory().register_region(u.buf.data(), len, acc);
-        if (mr) {
-            dp_->w().mem_added(u.buf.data(), len); // frames may be sent from it in place
+    for (auto& l : lanes_) {
+        std::optional<memory_region> mr;
+        l->call([&] {
+            mr = l->w().ep().memory().register_region(u.buf.data(), len, acc);
+            if (mr) {
+                l->w().mem_added(u.buf.data(), len); // frames may be sent from it in place
+            }
+        });
+        if (!mr) {
+            for (size_t k = 0; k < u.lanes.size(); ++k) { // all lanes or none
+                datapath& d = *lanes_[k];
+                d.call([&] {
+                    d.w().ep().memory().deregister(u.lanes[k].lkey);
+                    try {
+                        d.w().mem_removed(u.buf.data()); // nothing was sent from it yet
+                    } catch (const std::exception&) {
+                    }
+                });
+            }
+            std::printf("mr: the region table is full%s\n",
+                        lanes_.size() > 1 ? (" (worker " + std::to_string(l->index()) + ")").c_str() : "");
+            return;
         }
-    });
-    if (!mr) {
-        std::printf("mr: the region table is full\n");
-        return;
+        u.lanes.push_back(*mr);
     }
-    u.mr = *mr;
-    std::printf("mr registered: lkey 0x%x rkey 0x%x va 0x%llx len %llu\n", mr->lkey, mr->rkey,
-                (unsigned long long)mr->va, (unsigned long long)len);
+    u.mr = u.lanes[0];
+    // Several workers: each one's keys, then the usual line (worker 0's), last.
+    for (size_t k = 1; k < u.lanes.size(); ++k) {
+        std::printf("mr worker %zu: lkey 0x%x rkey 0x%x\n", k, u.lanes[k].lkey, u.lanes[k].rkey);
+    }
+    std::printf("mr registered: lkey 0x%x rkey 0x%x va 0x%llx len %llu\n", u.mr.lkey, u.mr.rkey,
+                (unsigned long long)u.mr.va, (unsigned long long)len);
     user_mrs_.push_back(std::move(u));
 }
 
@@ -125,18 +147,21 @@ void application::mr_dereg(const args& a)
     if (a.size() != 3) {
         usage_error("mr dereg <lkey>", "see 'help' for the mr commands");
     }
-    const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
-    bool ok = false;
+    const user_mr& u = user_region(uint32_t(parse_number(a[2], "lkey")));
+    bool ok = true;
     std::string held;
-    dp_->call([&] {
-        ok = dp_->w().ep().memory().deregister(mr.lkey);
-        try {
-            dp_->w().mem_removed(mr.host); // waits for frames sent from it in place
-        } catch (const std::exception& e) {
-            held = e.what();
-        }
-    });
-    std::printf("mr %s: lkey 0x%x%s%s\n", ok ? "deregistered" : "not registered", mr.lkey,
+    for (size_t k = 0; k < lanes_.size() && k < u.lanes.size(); ++k) {
+        datapath& d = *lanes_[k];
+        d.call([&] {
+            ok = d.w().ep().memory().deregister(u.lanes[k].lkey) && ok;
+            try {
+                d.w().mem_removed(u.mr.host); // waits for frames sent from it in place
+            } catch (const std::exception& e) {
+                held += (held.empty() ? "" : "; ") + std::string(e.what());
+            }
+        });
+    }
+    std::printf("mr %s: lkey 0x%x%s%s\n", ok ? "deregistered" : "not registered", u.mr.lkey,
                 held.empty() ? "" : "; ", held.c_str());
 }
 
@@ -145,7 +170,7 @@ void application::mr_load(const args& a)
     if (a.size() != 5) {
         usage_error("mr load <lkey> <offset> <file>", "see 'help' for the mr commands");
     }
-    const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
+    const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey"))).mr;
     const uint64_t off = parse_number(a[3], "offset");
     std::ifstream f(a[4], std::ios::binary);
     if (!f) {
@@ -164,7 +189,7 @@ void application::mr_read(const args& a)
     if (a.size() != 5) {
         usage_error("mr read <lkey> <offset> <len>", "see 'help' for the mr commands");
     }
-    const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey")));
+    const memory_region& mr = user_region(uint32_t(parse_number(a[2], "lkey"))).mr;
     const uint64_t off = parse_number(a[3], "offset");
     const uint64_t len = parse_number(a[4], "length");
     if (off > mr.length || len > mr.length - off) {
@@ -188,14 +213,10 @@ void print_posted(post_result r)
 }
 } // namespace
 
-// Regions ("mr reg") live in worker 0's endpoint: the verbs reach its connections only.
-void application::refuse_other_lane(conn_id c)
+datapath& application::verbs_lane(conn_id c)
 {
-    if (const datapath* l = lanes_.size() > 1 ? lane_of(c) : nullptr; l != nullptr && l != dp_) {
-        throw std::invalid_argument("connection " + std::to_string(c) + " is on worker " +
-                                    std::to_string(l->index()) +
-                                    "; the verbs commands use worker 0's regions and connections");
-    }
+    datapath* l = lanes_.size() > 1 ? lane_of(c) : nullptr;
+    return l != nullptr ? *l : *dp_;
 }
 
 void application::post_recv(const args& a)
@@ -204,14 +225,14 @@ void application::post_recv(const args& a)
         usage_error("post recv <conn> <stream> <lkey> <offset> <len> <wr_id>", "see 'help' for the arguments");
     }
     const conn_id c = conn_id(parse_number(a[2], "connection id"));
-    refuse_other_lane(c);
+    datapath& d = verbs_lane(c);
     const uint16_t stream = uint16_t(parse_number(a[3], "stream"));
-    const memory_region& mr = user_region(uint32_t(parse_number(a[4], "lkey")));
+    const memory_region& mr = user_region(uint32_t(parse_number(a[4], "lkey"))).lanes.at(d.index());
     recv_wr wr;
     wr.local = sge{mr.va + parse_number(a[5], "offset"), uint32_t(parse_number(a[6], "length")), mr.lkey};
     wr.wr_id = datapath::user_wr_id(parse_number(a[7], "wr_id"));
     post_result r = post_result::ok;
-    dp_->call([&] { r = dp_->w().ep().post_recv(c, stream, wr); });
+    d.call([&] { r = d.w().ep().post_recv(c, stream, wr); });
     print_posted(r);
 }
 
@@ -223,13 +244,13 @@ void application::post_send(const args& a)
                     "see 'help' for the arguments");
     }
     const conn_id c = conn_id(parse_number(a[2], "connection id"));
-    refuse_other_lane(c);
+    datapath& d = verbs_lane(c);
     send_wr wr;
     if (!parse_wr_opcode(a[3], wr.op)) {
         throw std::invalid_argument("unknown opcode '" + a[3] + "'");
     }
     wr.stream = uint16_t(parse_number(a[4], "stream"));
-    const memory_region& mr = user_region(uint32_t(parse_number(a[5], "lkey")));
+    const memory_region& mr = user_region(uint32_t(parse_number(a[5], "lkey"))).lanes.at(d.index());
     wr.local = sge{mr.va + parse_number(a[6], "offset"), uint32_t(parse_number(a[7], "length")), mr.lkey};
     wr.remote_va = parse_number(a[8], "remote_va");
     wr.rkey = uint32_t(parse_number(a[9], "rkey"));
@@ -237,7 +258,7 @@ void application::post_send(const args& a)
     wr.wr_id = datapath::user_wr_id(parse_number(a[11], "wr_id"));
     wr.signaled = a.size() == 12;
     post_result r = post_result::ok;
-    dp_->call([&] { r = dp_->w().ep().post_send(c, wr, dp_->now_ns()); });
+    d.call([&] { r = d.w().ep().post_send(c, wr, d.now_ns()); });
     print_posted(r);
 }
 
@@ -246,8 +267,12 @@ void application::show_cq(const args& a)
     if (a.size() != 2) {
         usage_error("show cq", "no arguments expected");
     }
-    std::vector<completion> cq;
-    dp_->call([&] { cq = dp_->take_user_completions(); });
+    std::vector<completion> cq; // every lane's ("post" acts on the connection's lane)
+    for (auto& l : lanes_) {
+        std::vector<completion> more;
+        l->call([&] { more = l->take_user_completions(); });
+        cq.insert(cq.end(), more.begin(), more.end());
+    }
     for (const completion& w : cq) {
         std::printf("wc %llu conn %u stream %u status %s op %s len %u imm %s\n", (unsigned long long)w.wr_id,
                     w.conn, w.stream, wc_status_name(w.status), wc_opcode_name(w.op), w.byte_len,

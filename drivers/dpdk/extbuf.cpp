@@ -113,7 +113,9 @@ bool extbuf_regions::remove(const void* base) noexcept
 void extbuf_regions::map_for_dma(region& r)
 {
     r.mapped.assign(ports_.size(), false);
-    if (rte_mem_virt2memseg_list(r.base) != nullptr) {
+    // External memory (rte_extmem_register'd, e.g. a page another region shares) is
+    // not DPDK's allocator's: it is DMA-able only where mapped.
+    if (const rte_memseg_list* msl = rte_mem_virt2memseg_list(r.base); msl != nullptr && !msl->external) {
         r.dpdk_memory = true;
         r.dma_note = "DPDK memory";
     }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,6 +34,19 @@ public:
     virtual uint64_t max_idle_nap_ns() const noexcept { return 0; }
     // Backend counters worth a line in the METAROCE_LOG close summary ("" if none).
     virtual std::string log_note() const { return {}; }
+    // Memory just registered with the core: a backend whose ports can send from it in
+    // place (DPDK zero copy) registers it too. Both calls under the context's mutex,
+    // which serializes them with poll(): the worker's region table is never touched by
+    // two threads at once.
+    virtual void mem_added(const void* base, size_t len) { (void)base, (void)len; }
+    // Before the core forgets the region at base: 0, or EBUSY (with the reason in why)
+    // when frames sent from it in place are still held by a port after a bounded wait;
+    // the region then stays registered and the memory must stay valid.
+    virtual int mem_removed(const void* base, std::string& why)
+    {
+        (void)base, (void)why;
+        return 0;
+    }
     // Called on the progress thread when it starts and before it ends.
     virtual void thread_start() {}
     virtual void thread_stop() {}

@@ -3,16 +3,20 @@
 // node's ports are METAROCE_DPDK_PORTS (one per plane), and the context's progress
 // thread is the worker's lcore (registered with the EAL, so mempool caches work).
 //
-// Registered memory regions are ordinary application memory: the worker copies
-// payloads between them and mbufs (the core builds each packet into the mbuf the
-// worker hands it), so no region needs DMA mapping.
+// Registered memory regions are registered with the worker's zero-copy TX too
+// (dpdk/extbuf.hpp): data frames chain their payload straight from the application's
+// memory where every port of the node can read it (virtual devices such as memif read
+// with the CPU; a NIC needs the DMA mapping extbuf does), and are copied otherwise.
+// Received payloads are copied from the mbufs into the regions by the core.
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -132,7 +136,42 @@ public:
             tx += std::to_string(k.plane_tx_frames[p]);
             rx += std::to_string(k.plane_rx_frames[p]);
         }
-        return "frames per plane sent " + tx + " received " + rx;
+        return "frames per plane sent " + tx + " received " + rx + "; data frames sent in place " +
+               std::to_string(k.tx_zero_copy) + ", payloads copied " + std::to_string(k.tx_payload_copied);
+    }
+    // Under the context's mutex, like poll(): the worker's region table has one user at
+    // a time (the progress thread or the application's thread, never both).
+    void mem_added(const void* base, size_t len) override
+    {
+        if (++tx_regions_[base] > 1) {
+            return; // the same memory again: the worker already knows it
+        }
+        try {
+            n_->w().tx_register(base, len);
+        } catch (const std::exception&) {
+            tx_regions_.erase(base); // no zero copy from it: its frames are copied
+        }
+    }
+    int mem_removed(const void* base, std::string& why) override
+    {
+        const auto it = tx_regions_.find(base);
+        if (it == tx_regions_.end()) {
+            return 0;
+        }
+        if (it->second > 1) {
+            --it->second;
+            return 0;
+        }
+        try {
+            // Flushes what is queued and waits for the port to free the frames sent
+            // from it in place; the region stays known when they are still held.
+            n_->w().tx_deregister(base, k_dereg_wait_ns);
+        } catch (const std::exception& e) {
+            why = e.what();
+            return EBUSY;
+        }
+        tx_regions_.erase(it);
+        return 0;
     }
     void thread_start() override { registered_ = rte_thread_register() == 0; }
     void thread_stop() override
@@ -144,7 +183,10 @@ public:
 
 private:
     std::unique_ptr<dpdk::node> n_;
+    // How long ibv_dereg_mr waits for a port to free frames sent in place.
+    static constexpr uint64_t k_dereg_wait_ns = 1'000'000'000;
     std::vector<uint32_t> planes_;
+    std::map<const void*, uint32_t> tx_regions_; // base -> registrations of it
     bool registered_ = false;
 };
 

@@ -162,6 +162,7 @@ vcontext* open_context(std::string& err)
         return nullptr;
     }
     c->ctl_lkey = mr->lkey;
+    c->node->mem_added(c->ctl_mem.data(), c->ctl_mem.size()); // BINDs sent in place
     for (uint32_t s = k_ctl_slots - 1; s >= 1; --s) {
         c->ctl_free_tx.push_back(s);
     }
@@ -230,6 +231,9 @@ void close_context(vcontext* c)
     close(c->async_w);
     close(c->wakefd);
     close(c->epfd);
+    // The node first: its worker flushes frames that may refer to the control area in
+    // place (DPDK zero copy), which the context's other members hold.
+    c->node.reset();
     delete c;
 }
 

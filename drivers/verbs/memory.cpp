@@ -1,6 +1,7 @@
 // Protection domains, memory regions (registered in the core's mr_table, which
 // enforces bounds and access on every packet), address handles and shared receive
 // queues.
+#include <cstdio>
 #include <cstring>
 
 #include "verbs/context.hpp"
@@ -96,6 +97,7 @@ MRV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint6
         errno = ENOMEM;
         return nullptr;
     }
+    c.node->mem_added(addr, length); // DPDK: frames may be sent from it in place
     auto* mr = new vmr;
     mr->mr.context = pd->context;
     mr->mr.pd = pd;
@@ -142,9 +144,18 @@ MRV_EXPORT int ibv_dereg_mr(ibv_mr* mr)
     }
     vcontext& c = *ctx_of(mr->context);
     std::lock_guard<std::mutex> g(c.mu);
-    if (!c.node->ep().memory().deregister(mr->lkey)) {
+    if (c.node->ep().memory().find_by_lkey(mr->lkey) == nullptr) {
         return EINVAL;
     }
+    // DPDK zero copy: a port may still hold frames sent from this memory in place. The
+    // backend waits for them (bounded); if they stay, the region stays registered (an
+    // HCA's driver refuses with EBUSY while its hardware still uses a region, too).
+    std::string why;
+    if (const int err = c.node->mem_removed(mr->addr, why); err != 0) {
+        std::fprintf(stderr, "metaroce: ibv_dereg_mr: %s\n", why.c_str());
+        return err;
+    }
+    c.node->ep().memory().deregister(mr->lkey);
     --vpd_of(mr->pd).users;
     delete reinterpret_cast<vmr*>(mr);
     return 0;

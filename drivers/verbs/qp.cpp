@@ -2,6 +2,7 @@
 // are qp_state.cpp's; reaching RTR starts the binding (binding.cpp).
 #include <arpa/inet.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "verbs/context.hpp"
@@ -147,6 +148,7 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* a)
             return nullptr;
         }
         q->inline_lkey = mr->lkey;
+        c.node->mem_added(q->inline_area.data(), q->inline_area.size());
     }
     const uint32_t qpn = c.next_qpn;
     c.next_qpn = (c.next_qpn + 1) & 0xffffff;
@@ -299,6 +301,11 @@ MRV_EXPORT int ibv_destroy_qp(ibv_qp* qp)
     auto* q = reinterpret_cast<vqp*>(qp);
     {
         std::lock_guard<std::mutex> g(c.mu);
+        // Inline data may still be held by a port (DPDK zero copy): then nothing changes.
+        if (std::string why; q->inline_lkey != 0 && c.node->mem_removed(q->inline_area.data(), why) != 0) {
+            std::fprintf(stderr, "metaroce: ibv_destroy_qp: %s\n", why.c_str());
+            return EBUSY;
+        }
         qp_detach(c, *q);
         c.qps.erase(qp->qp_num);
         --reinterpret_cast<vcq*>(qp->send_cq)->users;

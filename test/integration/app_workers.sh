@@ -3,6 +3,10 @@
 # (config lcores [1, 2]). A connects to B's worker 0 (10.0.0.2) and worker 1
 # (10.1.0.2): "connect" puts each on A's least-loaded worker, so one lands on each lane;
 # write_bw then runs on both and B checks the landed bytes (A prints the verdicts).
+# Then the verbs commands on the worker-1 connection: B registers a region (on both its
+# workers) and loads 4 KiB into it at its prompt; A READs them from the prompt into its
+# own region over that connection (A's worker 1, B's worker 1: each side's worker-1
+# keys) and prints them: they must be B's bytes.
 #   app_workers.sh METAROCE_BINARY CONFIG_DIR
 # The lcores float over the CPUs: pinned on a 2-core machine, the two processes'
 # spinning workers would share a CPU each.
@@ -21,6 +25,11 @@ c["transport"]["min_rto_us"] = 20000
 json.dump(c, open(sys.argv[2], "w"))
 PY
 done
+head -c 4096 /dev/urandom > "$dir/pattern.bin"
+waitlog() { # file pattern: up to 10 s
+  for _ in $(seq 100); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
 fail=0
 expect() { grep -qF -- "$1" "$dir/a.log" || { echo "MISSING: $1"; fail=1; }; }
 {
@@ -41,7 +50,17 @@ expect() { grep -qF -- "$1" "$dir/a.log" || { echo "MISSING: $1"; fail=1; }; }
   echo "show planes"
   id=$(grep -o 'connection [0-9]* to 10.1.0.2' "$dir/a.log" | head -1 | awk '{print $2}')
   echo "show path ${id:-0}"
-  echo "post recv ${id:-0} 0 1 0 8 1"
+  # The verbs commands on the worker-1 connection, B's region read into A's.
+  echo "mr reg 4096 local_write"
+  waitlog "$dir/a.log" "mr registered: lkey" && waitlog "$dir/b.log" "mr loaded: 4096 bytes"
+  lkey=$(grep -o 'mr registered: lkey 0x[0-9a-f]*' "$dir/a.log" | head -1 | awk '{print $4}')
+  bva=$(grep -o 'mr registered: .* va 0x[0-9a-f]*' "$dir/b.log" | head -1 | awk '{print $NF}')
+  brkey=$(grep -o 'mr worker 1: lkey 0x[0-9a-f]* rkey 0x[0-9a-f]*' "$dir/b.log" | head -1 | awk '{print $NF}')
+  echo "post send ${id:-0} read 0 ${lkey:-0} 0 4096 ${bva:-0} ${brkey:-0} 0 7"
+  waitlog "$dir/a.log" "post: " && sleep 1
+  echo "show cq"
+  echo "mr read ${lkey:-0} 0 4096"
+  echo "post recv ${id:-0} 0 ${lkey:-0} 0 8 8"
   echo "close ${id:-0}"
   sleep 0.5
   echo "show conn"
@@ -50,13 +69,22 @@ expect() { grep -qF -- "$1" "$dir/a.log" || { echo "MISSING: $1"; fail=1; }; }
       -- --config "$dir/a.json" --yield-idle -i >"$dir/a.log" 2>&1 &
 apid=$!
 sleep 0.7
-timeout 30 "$app" --main-lcore 0 "${eal[@]}" --file-prefix=itw-b-$$ --vdev=$vdev,role=client \
-  -- --config "$dir/b.json" --yield-idle </dev/null >"$dir/b.log" 2>&1 &
+# B at a prompt too: a region on every worker, loaded with the pattern; quits after A.
+{
+  sleep 3
+  echo "mr reg 4096 remote_read"
+  waitlog "$dir/b.log" "mr registered: lkey"
+  echo "mr load $(grep -o 'mr registered: lkey 0x[0-9a-f]*' "$dir/b.log" | head -1 | awk '{print $4}') 0 $dir/pattern.bin"
+  for _ in $(seq 400); do [ -e "$dir/a.done" ] && break; sleep 0.1; done
+  echo "quit"
+} | timeout 50 "$app" --main-lcore 0 "${eal[@]}" --file-prefix=itw-b-$$ --vdev=$vdev,role=client \
+  -- --config "$dir/b.json" --yield-idle -i >"$dir/b.log" 2>&1 &
 bpid=$!
 wait $apid; arc=$?
-kill -TERM $bpid 2>/dev/null; wait $bpid; brc=$?
+touch "$dir/a.done"
+wait $bpid; brc=$?
 echo "=== node A (exit $arc)"; cat "$dir/a.log"
-echo "=== node B (exit $brc)"; tail -5 "$dir/b.log"
+echo "=== node B (exit $brc)"; grep -v "mr data" "$dir/b.log" | tail -8
 [ $arc -eq 0 ] || fail=1
 [ $brc -eq 0 ] || { echo "FAIL: node B exited $brc"; fail=1; }
 expect "datapath on lcores 1,2 (2 workers)"
@@ -94,7 +122,14 @@ print(("ok   " if ok else "FAIL ") + "telemetry: summed stats, 2 workers' counte
 sys.exit(0 if ok else 1)
 PY
 expect "close: conn ${id:-x}"
-expect "Bad arguments: connection ${id:-x} is on worker 1; the verbs commands use worker 0's regions and connections"
+# The READ on worker 1's connection: posted, completed, and A's region holds B's bytes.
+expect "post: ok (ok)"
+grep -Eq "wc 7 conn ${id:-x} stream 0 status success op read " "$dir/a.log" || { echo "no successful READ completion on the worker-1 connection"; fail=1; }
+want=$(od -An -v -tx1 "$dir/pattern.bin" | tr -d ' \n')
+got=$(grep -o 'mr data: [0-9a-f]*' "$dir/a.log" | tail -1 | awk '{print $3}')
+[ -n "$want" ] && [ "$got" = "$want" ] || { echo "A's region does not hold B's 4096 bytes (got ${#got} hex digits)"; fail=1; }
+[ "$(grep -o 'post: ok' "$dir/a.log" | wc -l)" -eq 2 ] || { echo "expected the READ and the receive posted on worker 1"; fail=1; }
+grep -q "mr worker 1: lkey 0x[0-9a-f]* rkey 0x" "$dir/a.log" || { echo "mr reg did not register on worker 1"; fail=1; }
 grep -q "close: conn .* (no such connection)" "$dir/a.log" && { echo "close did not find the worker-1 connection"; fail=1; }
 # After the close, the last "show conn" lists only the worker-0 connection.
 last=$(awk '/^id +peer/ {n=0; last=""} /^[0-9]+ +10\./ {last=last $2 " "} END {print last}' "$dir/a.log")
