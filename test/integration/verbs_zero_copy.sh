@@ -7,7 +7,7 @@
 #    closing line: "data frames sent in place N, payloads copied 0");
 #  - with the server stopped (SIGSTOP: the link takes nothing), ibv_dereg_mr of the
 #    region whose frames the port holds waits, then fails with EBUSY; once the server
-#    is resumed (SIGCONT) it succeeds.
+#    is resumed (SIGCONT) during the next call's wait, that call succeeds.
 #   verbs_zero_copy.sh METAROCE_RUN VERBS_ZERO_COPY
 set -u
 run=$1 prog=$2
@@ -41,8 +41,9 @@ if wait_for ready2 60; then
     kill -STOP "$(cat "$dir/server.pid")"
     touch "$dir/go2"
     wait_for busy 30 || { echo "FAIL: the client never tried to deregister"; fail=1; }
+    wait_for dereg2 30 # the client deregisters again: resume the server during its wait
+    sleep 0.2
     kill -CONT "$(cat "$dir/server.pid")"
-    touch "$dir/resumed"
 else
     echo "FAIL: phase 1 did not finish"
     fail=1
