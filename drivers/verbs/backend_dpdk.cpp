@@ -136,8 +136,18 @@ public:
             tx += std::to_string(k.plane_tx_frames[p]);
             rx += std::to_string(k.plane_rx_frames[p]);
         }
-        return "frames per plane sent " + tx + " received " + rx + "; data frames sent in place " +
-               std::to_string(k.tx_zero_copy) + ", payloads copied " + std::to_string(k.tx_payload_copied);
+        std::string zc = "; data frames sent in place " + std::to_string(k.tx_zero_copy) + ", payloads copied " +
+                         std::to_string(k.tx_payload_copied);
+        if (!n_->w().zero_copy()) {
+            zc = "; zero copy off";
+            for (const dpdk::port_caps& c : n_->ports()) {
+                if (!c.zero_copy_note.empty()) {
+                    zc += " (" + c.name + ": " + c.zero_copy_note + ")";
+                    break;
+                }
+            }
+        }
+        return "frames per plane sent " + tx + " received " + rx + zc;
     }
     // Under the context's mutex, like poll(): the worker's region table has one user at
     // a time (the progress thread or the application's thread, never both).
