@@ -153,6 +153,9 @@ public:
     // a time (the progress thread or the application's thread, never both).
     void mem_added(const void* base, size_t len) override
     {
+        if (!n_->w().zero_copy()) {
+            return; // the ports take no chains: every payload is built into the frame
+        }
         if (++tx_regions_[base] > 1) {
             return; // the same memory again: the worker already knows it
         }
