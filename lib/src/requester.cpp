@@ -240,20 +240,25 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         // per wake-up; one idle for longer starts afresh (no burst after idle).
         const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
         const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
-        c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
+        // A fresh start (first hinted packet, or after idle) puts the next packet at a
+        // random point of the first gap: senders that start together (their first ACKs
+        // leave one queue back to back) would otherwise keep their packets bunched in
+        // part of every gap, a standing burst at the receiver (spec 6.5).
+        const bool fresh = !behind && now > c.pace_next;
+        c.pace_next = fresh ? now + random64() % gap : (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
-    const uint64_t wait = first_sample_wait(c, p, cfg.transport.initial_rtt_ns, cfg.frame_overhead_bytes);
+    const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     if (p.tlp_deadline == k_no_deadline && !retx) {
-        set_tlp(c, p, now + std::max(wait, probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
-                                                         cfg.transport.ack_delay_ns)));
+        set_tlp(c, p, now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+                                          cfg.transport.ack_delay_ns, queue));
     }
     if (p.rto_deadline == k_no_deadline) {
-        set_rto(c, p, now + std::max(wait, p.rto_ns));
+        set_rto(c, p, now + p.rto_ns + queue);
     }
     return true;
 }
