@@ -312,6 +312,7 @@ struct connection {
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next
+    uint32_t accept_hint_mbps = 0;    // the share the ACCEPT carried (spec 6.4), 0 = none
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -348,12 +349,14 @@ inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 // may fire sooner than that on top of their round trips, before the first RTT sample
 // (the first packets of many senders all queue at once) and after it (a path's samples
 // are few and old when each sender has a packet out every few gaps).
+// Until the first ACK the share is the one the ACCEPT carried.
 inline uint64_t hint_queue_ns(const connection& c, uint32_t frame_overhead) noexcept
 {
-    if (c.cc.rate_hint_mbps == 0) {
+    const uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.accept_hint_mbps;
+    if (hint == 0) {
         return 0;
     }
-    return (uint64_t(c.mtu) + frame_overhead) * 8000 / c.cc.rate_hint_mbps;
+    return (uint64_t(c.mtu) + frame_overhead) * 8000 / hint;
 }
 
 // The message `msn` failed a check for `reason`: later packets of the peer are NAKed

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "metaroce/rate_allocator.hpp"
 #include "test_util.hpp"
 
 using namespace metaroce;
@@ -124,4 +125,76 @@ TEST_CASE("a sender starting to pace puts its second packet at a random point of
     // packet exactly there; a random phase spreads them below it.
     CHECK(second_gap.front() < second_gap.back());
     CHECK(second_gap.back() <= 80'000);
+}
+
+TEST_CASE("an ACCEPT from a contended receiver carries the share set aside for the sender",
+          "[incast][hint]")
+{
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    cb.inbound_capacity_mbps = 1'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    // The first connection is alone (no hint); the second is accepted while the first is
+    // still expected: two sharers of 900 Mb/s.
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    std::vector<uint32_t> hints;
+    for (const captured& p : h.sent) {
+        if (p.to == 0 && is_op(p, wire::opcode::accept)) {
+            hints.push_back(p.view().hello->rate_hint_mbps.host());
+        }
+    }
+    REQUIRE(hints.size() == 2);
+    CHECK(hints[0] == 0);
+    CHECK(hints[1] == 450);
+    // The initiator has no ACK yet; the ACCEPT's share lengthens its first packets'
+    // timers: one packet on c2 queued 60 us (less than one 450 Mb/s gap) draw no probe.
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write)) {
+            p.deliver_at += 60'000;
+        }
+        return false;
+    };
+    buffer src(h.a(), 4096, k_all_access, 1);
+    buffer d2(h.b(), 4096, k_all_access);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    CHECK(h.a().stats().tail_probes == 0);
+    CHECK(h.a().stats().timeouts == 0);
+    (void)c1;
+}
+
+TEST_CASE("a standing queue is handed back over at least two of the senders' packet gaps",
+          "[incast][rates]")
+{
+    // 256 senders of 4 KiB packets share 90 Gb/s: a packet every ~93 us each. They hear a
+    // cut with their next ACK, a gap later: a cut sized to drain the queue in two 20 us
+    // epochs would overshoot, and the shares would swing (spec 6.4).
+    constexpr uint32_t n = 256;
+    constexpr uint64_t epoch = 20'000;
+    rate_allocator r(100'000, 0.9, epoch, n);
+    constexpr uint64_t gap = 93'000;
+    // Sender s sends at s * gap / n + k * gap: about 55 packets per epoch in all.
+    auto run = [&](uint64_t from, uint64_t to, uint64_t queued_ns) {
+        for (uint64_t k = from / gap; k * gap < to + gap; ++k) {
+            for (uint32_t s = 0; s < n; ++s) {
+                const uint64_t now = 1'000 + k * gap + s * gap / n;
+                if (now >= from && now < to) {
+                    r.on_packet(s, 4096, false, now, 0, uint32_t(now - 1'000 - queued_ns));
+                }
+            }
+        }
+    };
+    run(0, 10 * epoch, 0);
+    const uint32_t full = r.hint_mbps(0);
+    CHECK(full == 90'000 / n);
+    // Every packet of an epoch queued 10 us: the queue is handed back over 2 x 93 us,
+    // about 5 % of the capacity, not over 40 us (a quarter).
+    run(10 * epoch, 11 * epoch + 5'000, 10'000);
+    const uint32_t cut = r.hint_mbps(0);
+    CHECK(cut < full);
+    CHECK(cut > full * 9 / 10);
 }
