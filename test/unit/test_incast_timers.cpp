@@ -1,8 +1,9 @@
-// Timers and pacing of senders under a receiver's rate hint (spec 5.6, 6.5): a queue the
-// hint allows is not a loss.
+// Incast under a receiver's rate hints (spec 5.6, 6.4, 6.5): timers, pacing and the
+// allocator's hand-back of a standing queue.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -197,4 +198,66 @@ TEST_CASE("a standing queue is handed back over at least two of the senders' pac
     const uint32_t cut = r.hint_mbps(0);
     CHECK(cut < full);
     CHECK(cut > full * 9 / 10);
+}
+
+TEST_CASE("a larger pushed share shrinks the wait left by the ratio of the shares", "[incast][pacing]")
+{
+    // Three senders share 900 Mb/s; the third leaves, and the others are pushed 450
+    // instead of 300 at once. Restarting every sender's gap at that instant would line
+    // their next packets up (spec 6.5); scaled, each keeps its place in the gap.
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    cb.inbound_capacity_mbps = 1'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    const conn_id c1 = h.connect();
+    const uint32_t c1_at_b = h.peer_conn();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    const conn_id c3 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c3); }));
+    std::vector<uint64_t> sends;                  // c1's data packets
+    std::vector<std::pair<uint64_t, uint32_t>> acks; // c1's ACKs: arrival, hint
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write) && p.view().dst_conn == c1_at_b) {
+            sends.push_back(h.now());
+        }
+        if (p.to == 0 && is_op(p, wire::opcode::ack) && p.view().dst_conn == c1) {
+            acks.emplace_back(p.deliver_at, p.view().ack->rate_hint_mbps.host());
+        }
+        return false;
+    };
+    constexpr size_t k_long = 256 << 10;
+    buffer src(h.a(), k_long, k_all_access, 1);
+    buffer d1(h.b(), k_long, k_all_access);
+    buffer d2(h.b(), k_long, k_all_access);
+    buffer d3(h.b(), 16 << 10, k_all_access);
+    send_wr w3 = make_wr(wr_opcode::write, src, d3, 3);
+    w3.local.length = 16 << 10;
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c3, w3, h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 3; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    // The first ACK with a share more than 4/3 of the one before, once c1 is paced.
+    size_t k = 1;
+    while (k < acks.size() && !(acks[k - 1].second != 0 && 3 * uint64_t(acks[k].second) > 4 * uint64_t(acks[k - 1].second))) {
+        ++k;
+    }
+    REQUIRE(k < acks.size());
+    const uint64_t t = acks[k].first;
+    const double ratio = double(acks[k - 1].second) / double(acks[k].second);
+    INFO("share " << acks[k - 1].second << " -> " << acks[k].second << " at " << t);
+    // c1's sends around it: two before (its old gap), the first after.
+    size_t j = 0;
+    while (j < sends.size() && sends[j] <= t) {
+        ++j;
+    }
+    REQUIRE(j >= 2);
+    REQUIRE(j < sends.size());
+    const uint64_t old_gap = sends[j - 1] - sends[j - 2];
+    const double due = double(sends[j - 1] + old_gap);  // where the old share put it
+    const double want = double(t) + (due - double(t)) * ratio;
+    INFO("last " << sends[j - 1] << " old gap " << old_gap << " next " << sends[j]);
+    REQUIRE(due > double(t) + 2'000); // the push came well inside the gap
+    CHECK(std::abs(double(sends[j]) - want) < 1'000);
 }
