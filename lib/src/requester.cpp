@@ -240,12 +240,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         // per wake-up; one idle for longer starts afresh (no burst after idle).
         const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
         const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
-        // A fresh start (first hinted packet, or after idle) puts the next packet at a
-        // random point of the first gap: senders that start together (their first ACKs
-        // leave one queue back to back) would otherwise keep their packets bunched in
-        // part of every gap, a standing burst at the receiver (spec 6.5).
-        const bool fresh = !behind && now > c.pace_next;
-        c.pace_next = fresh ? now + random64() % gap : (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
+        c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
