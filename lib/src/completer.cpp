@@ -218,10 +218,12 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         hint = cfg.transport.cc.min_rate_hint_mbps; // spec 6.5: a floor
         ++stats.rx_hint_floored;
     }
-    if (hint > c.cc.rate_hint_mbps && c.cc.rate_hint_mbps != 0) {
-        // A larger share applies now, not after the gap the old one set (spec 6.5).
-        const uint64_t gap = (uint64_t(c.mtu) + cfg.frame_overhead_bytes) * 8000 / hint;
-        c.pace_next = std::min(c.pace_next, now + gap);
+    if (hint > c.cc.rate_hint_mbps && c.cc.rate_hint_mbps != 0 && c.pace_next > now) {
+        // A larger share applies now, not after the gap the old one set (spec 6.5): the
+        // wait left shrinks by the ratio of the shares. Scaled, not restarted: a push
+        // reaches every sender at once, and restarting all their gaps then would line
+        // their packets up into one burst per gap at the receiver.
+        c.pace_next = now + (c.pace_next - now) * c.cc.rate_hint_mbps / hint;
     }
     if (newly == 0) {
         cc.on_hint(c.cc, hint, c.min_rtt_ns, c.mtu); // a pushed share (spec 6.4)
@@ -246,8 +248,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
-        set_rto(c, p, p.inflight > 0 ? now + p.rto_ns : k_no_deadline);
-        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns) : k_no_deadline);
+        const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
+        set_rto(c, p, p.inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
+        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     }
     mark_ready(c);
 }
@@ -351,7 +354,8 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
                     // The probe's answer needs a round trip: the RTO must not fire first
                     // (a lost tail is chance under random loss, not a dead route).
                     const uint64_t answer = now + probe_timeout(p, cfg.transport.initial_rtt_ns,
-                                                                cfg.transport.ack_delay_ns);
+                                                                cfg.transport.ack_delay_ns,
+                                                                hint_queue_ns(c, cfg.frame_overhead_bytes));
                     if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
                         set_rto(c, p, answer);
                     }

@@ -13,7 +13,7 @@ namespace {
 
 uint64_t peer_key(uint32_t addr, uint32_t conn) noexcept { return (uint64_t(addr) << 32) | conn; }
 
-wire::hello_header make_hello(const connection& c, const transport_config& t)
+wire::hello_header make_hello(const connection& c, const transport_config& t, uint32_t hint_mbps)
 {
     wire::hello_header h{};
     h.nonce = wire::be64_t::from_host(c.nonce);
@@ -26,6 +26,7 @@ wire::hello_header make_hello(const connection& c, const transport_config& t)
     h.planes = c.planes;
     h.rq_depth = wire::be16_t::from_host(t.rq_depth);
     h.cookie = wire::be64_t::from_host(c.incoming ? 0 : c.cookie);
+    h.rate_hint_mbps = wire::be32_t::from_host(c.incoming ? hint_mbps : 0);
     return h;
 }
 
@@ -254,6 +255,11 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
+    // The acceptor's share before any ACK (spec 6.4): it tells the first packets'
+    // timers how deep the queue of every sender's first packets may be (spec 5.6).
+    if (const uint32_t hint = h.rate_hint_mbps.host(); hint != 0) {
+        c.accept_hint_mbps = std::max(hint, cfg.transport.cc.min_rate_hint_mbps);
+    }
     by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
     push_event(conn_event::kind::established, c);
     // Requests posted while connecting on streams the peer does not have can never
@@ -339,7 +345,10 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
         }
         b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
         b.dst_conn = c.incoming ? c.peer_conn : 0;
-        f.len = wire::build_hello(f.buf, b, make_hello(c, cfg.transport));
+        // An ACCEPT carries the share set aside for the peer (spec 6.4): its first
+        // packets' timers then allow the queue the other senders' first packets make.
+        const uint32_t hint = c.incoming ? rates.expected_share_mbps(slot_of(c.id)) : 0;
+        f.len = wire::build_hello(f.buf, b, make_hello(c, cfg.transport, hint));
     } else {
         c.close_pending = false;
         b.op = wire::opcode::close;

@@ -68,13 +68,15 @@ struct path_tx {
     pkt_record& at(uint32_t psn) noexcept { return rec[psn % k_path_window]; }
 };
 
-// Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance,
-// never later than the RTO itself.
-inline uint64_t probe_timeout(const path_tx& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns) noexcept
+// Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
+// plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
+// than the RTO itself (which allows that queueing too).
+inline uint64_t probe_timeout(const path_tx& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns,
+                              uint64_t queue_ns = 0) noexcept
 {
     const uint64_t rtt = p.srtt_ns != 0 ? p.srtt_ns : initial_rtt_ns;
-    const uint64_t pto = 2 * rtt + ack_delay_ns;
-    return pto < p.rto_ns ? pto : p.rto_ns;
+    const uint64_t pto = 2 * rtt + ack_delay_ns + queue_ns;
+    return pto < p.rto_ns + queue_ns ? pto : p.rto_ns + queue_ns;
 }
 
 // Which packets of one message have arrived, without a per-packet bitmap (spec 8.4):
@@ -310,6 +312,7 @@ struct connection {
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next
+    uint32_t accept_hint_mbps = 0;    // the share the ACCEPT carried (spec 6.4), 0 = none
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -340,16 +343,20 @@ inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
     return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
 }
 
-// Before a path's first RTT sample, under a hint, its first packets may wait behind every
-// other sender's first packets at the receiver: about one gap at the hinted rate (spec 5.6).
-// Neither the probe nor the RTO may fire sooner than that plus a round trip.
-inline uint64_t first_sample_wait(const connection& c, const path_tx& p, uint64_t initial_rtt_ns,
-                                  uint32_t frame_overhead) noexcept
+// Under a hint R the receiver shares its link among its senders, each paced at its
+// share: a packet may find one packet of every other sender ahead of it in the last-hop
+// queue, which drains in about one gap at R (spec 5.6). Neither the probe nor the RTO
+// may fire sooner than that on top of their round trips, before the first RTT sample
+// (the first packets of many senders all queue at once) and after it (a path's samples
+// are few and old when each sender has a packet out every few gaps).
+// Until the first ACK the share is the one the ACCEPT carried.
+inline uint64_t hint_queue_ns(const connection& c, uint32_t frame_overhead) noexcept
 {
-    if (p.srtt_ns != 0 || c.cc.rate_hint_mbps == 0) {
+    const uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.accept_hint_mbps;
+    if (hint == 0) {
         return 0;
     }
-    return (uint64_t(c.mtu) + frame_overhead) * 8000 / c.cc.rate_hint_mbps + first_rtt(c, initial_rtt_ns);
+    return (uint64_t(c.mtu) + frame_overhead) * 8000 / hint;
 }
 
 // The message `msn` failed a check for `reason`: later packets of the peer are NAKed

@@ -154,7 +154,14 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
     // hand out up to a quarter less. Not compounded over epochs: the marks lag the queue,
     // and a cut that outlives it idles the link.
     const double marked = epoch_pkts_ == 0 ? 0.0 : double(epoch_ce_) / double(epoch_pkts_);
-    scale_ = std::max(utilization_ / 4, utilization_ - queued / (k_drain_epochs * double(epoch_ns_)));
+    // Senders hear a smaller share with their next ACK, about one of their packet gaps
+    // later: a queue handed back faster than that is cut again before the first cut
+    // shows, and the shares swing between the floor and the full share.
+    // The epoch's packets per member give that gap.
+    const double span = double(now - (epoch_end_ > epoch_ns_ ? epoch_end_ - epoch_ns_ : 0));
+    const double gap_ns = epoch_pkts_ == 0 ? 0.0 : span * double(members_.size()) / epoch_pkts_;
+    const double drain_ns = std::max(k_drain_epochs * double(epoch_ns_), 2 * gap_ns);
+    scale_ = std::max(utilization_ / 4, utilization_ - queued / drain_ns);
     if (marked > 0.5) {
         scale_ = std::min(scale_, utilization_ * (1 - marked / 4));
     }

@@ -247,13 +247,13 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
-    const uint64_t wait = first_sample_wait(c, p, cfg.transport.initial_rtt_ns, cfg.frame_overhead_bytes);
+    const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     if (p.tlp_deadline == k_no_deadline && !retx) {
-        set_tlp(c, p, now + std::max(wait, probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
-                                                         cfg.transport.ack_delay_ns)));
+        set_tlp(c, p, now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+                                          cfg.transport.ack_delay_ns, queue));
     }
     if (p.rto_deadline == k_no_deadline) {
-        set_rto(c, p, now + std::max(wait, p.rto_ns));
+        set_rto(c, p, now + p.rto_ns + queue);
     }
     return true;
 }

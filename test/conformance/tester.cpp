@@ -592,7 +592,8 @@ void tester::audit(const rx_pkt& p)
     if (v.hello != nullptr) {
         ++checked["3.8"];
         const hello_fields h = decode_hello(*v.hello);
-        if (b[45] != 0 || rd32(b, 48) != 0) {
+        // Bytes 28..31 are the ACCEPT's rate hint (spec 6.4); a CONNECT sends 0 there.
+        if (b[45] != 0 || (v.op == wire::opcode::connect && rd32(b, 48) != 0)) {
             bad("3.8", "HELLO reserved fields not 0");
         }
         if (h.src_conn == 0 || h.paths == 0 || h.paths > 256 || h.mtu < 64 || h.max_streams == 0 ||

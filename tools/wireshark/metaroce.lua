@@ -242,6 +242,7 @@ function proto.dissector(buf, pinfo, root)
         tree:add(f.max_msgs, buf(at + 22, 2))
         tree:add(f.planes, buf(at + 24, 1))
         tree:add(f.rq_depth, buf(at + 26, 2))
+        tree:add(f.rate_hint, buf(at + 28, 4)) -- ACCEPT: the acceptor's share (spec 6.4)
         tree:add(f.cookie, buf(at + 32, 8))
         info = info .. string.format(" src_conn=0x%08x paths=%d mtu=%d planes=%d%s", buf(at + 8, 4):uint(),
                                      buf(at + 16, 2):uint(), buf(at + 18, 2):uint(), buf(at + 24, 1):uint(),

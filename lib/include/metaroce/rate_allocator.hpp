@@ -64,6 +64,15 @@ public:
     // data): its share is set aside now, so the senders that start before it are not
     // told more than they will keep (spec 6.4). Expires unused after a few epochs.
     void expect(uint32_t idx, uint64_t now) noexcept;
+    // The share set aside for expected slot `idx` (0 when alone, disabled or not
+    // expected): what its ACCEPT tells it before its first packet (spec 6.4).
+    uint32_t expected_share_mbps(uint32_t idx) const noexcept
+    {
+        if (idx >= pend_pos_.size() || pend_pos_[idx] < 0 || sharers() <= 1) {
+            return 0;
+        }
+        return uint32_t(std::max(1.0, pool() / sharers()));
+    }
     // Forget a slot (connection freed): the others' shares grow at once.
     void release(uint32_t idx) noexcept;
     // Senders currently sharing the inbound capacity.

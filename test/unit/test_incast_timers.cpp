@@ -1,0 +1,227 @@
+// Incast under a receiver's rate hints (spec 5.6, 6.4, 6.5): timers, pacing and the
+// allocator's hand-back of a standing queue.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "metaroce/rate_allocator.hpp"
+#include "test_util.hpp"
+
+using namespace metaroce;
+using namespace metaroce::test;
+
+namespace {
+
+// B splits 1 Gb/s between two connections from A: a 450 Mb/s share, one 4 KiB packet
+// every ~74 us.
+struct contended {
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    std::unique_ptr<pair_harness> h;
+    conn_id c1 = k_no_conn;
+    conn_id c2 = k_no_conn;
+
+    explicit contended(uint64_t seed_a = 11)
+    {
+        ca.seed = seed_a;
+        cb.inbound_capacity_mbps = 1'000;
+        cb.hint_utilization = 0.9;
+        h = std::make_unique<pair_harness>(ca, cb, 1000);
+        c1 = h->connect();
+        c2 = h->a().connect(pair_harness::k_addr_b, h->now());
+        REQUIRE(h->run_until([&] { return pair_harness::established(h->a(), c2); }));
+    }
+};
+
+} // namespace
+
+TEST_CASE("under a hint, a packet queued for less than one hinted gap draws no probe or RTO",
+          "[incast][timers]")
+{
+    contended x;
+    pair_harness& h = *x.h;
+    // Once A has its share, every data packet waits 60 us at the "last hop": the queue of
+    // one packet of each other sender that the share allows. Nothing is lost.
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write) && h.a().inspect(x.c1)->rate_hint_mbps != 0) {
+            p.deliver_at += 60'000;
+        }
+        return false;
+    };
+    constexpr size_t k_bytes = 64 << 10;
+    buffer src(h.a(), k_bytes, k_all_access, 1);
+    buffer d1(h.b(), k_bytes, k_all_access);
+    buffer d2(h.b(), k_bytes, k_all_access);
+    REQUIRE(h.a().post_send(x.c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(x.c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    // The share: 450 Mb/s, less what B reads as standing queue in the 60 us (spec 6.4).
+    REQUIRE(h.a().inspect(x.c1)->rate_hint_mbps != 0);
+    REQUIRE(h.a().inspect(x.c1)->rate_hint_mbps <= 450);
+    // Each path's few RTT samples are old and short (2 * srtt + ack_delay is ~10 us):
+    // only the hinted gap in the timers keeps them from firing.
+    CHECK(h.a().stats().tail_probes == 0);
+    CHECK(h.a().stats().timeouts == 0);
+    CHECK(h.a().stats().retransmits == 0);
+}
+
+TEST_CASE("under a hint, a packet that is really lost is still recovered", "[incast][timers]")
+{
+    contended x;
+    pair_harness& h = *x.h;
+    int hinted = 0;
+    h.filter = [&](captured& p) {
+        // Drop the third data packet sent under the hint, once.
+        return p.to == 1 && is_op(p, wire::opcode::write) && h.a().inspect(x.c1)->rate_hint_mbps != 0 &&
+               ++hinted == 3;
+    };
+    constexpr size_t k_bytes = 64 << 10;
+    buffer src(h.a(), k_bytes, k_all_access, 1);
+    buffer d1(h.b(), k_bytes, k_all_access);
+    buffer d2(h.b(), k_bytes, k_all_access);
+    REQUIRE(h.a().post_send(x.c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(x.c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    CHECK(h.a().stats().retransmits >= 1);
+}
+
+TEST_CASE("an ACCEPT from a contended receiver carries the share set aside for the sender",
+          "[incast][hint]")
+{
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    cb.inbound_capacity_mbps = 1'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    // The first connection is alone (no hint); the second is accepted while the first is
+    // still expected: two sharers of 900 Mb/s.
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    std::vector<uint32_t> hints;
+    for (const captured& p : h.sent) {
+        if (p.to == 0 && is_op(p, wire::opcode::accept)) {
+            hints.push_back(p.view().hello->rate_hint_mbps.host());
+        }
+    }
+    REQUIRE(hints.size() == 2);
+    CHECK(hints[0] == 0);
+    CHECK(hints[1] == 450);
+    // The initiator has no ACK yet; the ACCEPT's share lengthens its first packets'
+    // timers: one packet on c2 queued 60 us (less than one 450 Mb/s gap) draw no probe.
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write)) {
+            p.deliver_at += 60'000;
+        }
+        return false;
+    };
+    buffer src(h.a(), 4096, k_all_access, 1);
+    buffer d2(h.b(), 4096, k_all_access);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    CHECK(h.a().stats().tail_probes == 0);
+    CHECK(h.a().stats().timeouts == 0);
+    (void)c1;
+}
+
+TEST_CASE("a standing queue is handed back over at least two of the senders' packet gaps",
+          "[incast][rates]")
+{
+    // 256 senders of 4 KiB packets share 90 Gb/s: a packet every ~93 us each. They hear a
+    // cut with their next ACK, a gap later: a cut sized to drain the queue in two 20 us
+    // epochs would overshoot, and the shares would swing (spec 6.4).
+    constexpr uint32_t n = 256;
+    constexpr uint64_t epoch = 20'000;
+    rate_allocator r(100'000, 0.9, epoch, n);
+    constexpr uint64_t gap = 93'000;
+    // Sender s sends at s * gap / n + k * gap: about 55 packets per epoch in all.
+    auto run = [&](uint64_t from, uint64_t to, uint64_t queued_ns) {
+        for (uint64_t k = from / gap; k * gap < to + gap; ++k) {
+            for (uint32_t s = 0; s < n; ++s) {
+                const uint64_t now = 1'000 + k * gap + s * gap / n;
+                if (now >= from && now < to) {
+                    r.on_packet(s, 4096, false, now, 0, uint32_t(now - 1'000 - queued_ns));
+                }
+            }
+        }
+    };
+    run(0, 10 * epoch, 0);
+    const uint32_t full = r.hint_mbps(0);
+    CHECK(full == 90'000 / n);
+    // Every packet of an epoch queued 10 us: the queue is handed back over 2 x 93 us,
+    // about 5 % of the capacity, not over 40 us (a quarter).
+    run(10 * epoch, 11 * epoch + 5'000, 10'000);
+    const uint32_t cut = r.hint_mbps(0);
+    CHECK(cut < full);
+    CHECK(cut > full * 9 / 10);
+}
+
+TEST_CASE("a larger pushed share shrinks the wait left by the ratio of the shares", "[incast][pacing]")
+{
+    // Three senders share 900 Mb/s; the third leaves, and the others are pushed 450
+    // instead of 300 at once. Restarting every sender's gap at that instant would line
+    // their next packets up (spec 6.5); scaled, each keeps its place in the gap.
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    cb.inbound_capacity_mbps = 1'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    const conn_id c1 = h.connect();
+    const uint32_t c1_at_b = h.peer_conn();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    const conn_id c3 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c3); }));
+    std::vector<uint64_t> sends;                  // c1's data packets
+    std::vector<std::pair<uint64_t, uint32_t>> acks; // c1's ACKs: arrival, hint
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::write) && p.view().dst_conn == c1_at_b) {
+            sends.push_back(h.now());
+        }
+        if (p.to == 0 && is_op(p, wire::opcode::ack) && p.view().dst_conn == c1) {
+            acks.emplace_back(p.deliver_at, p.view().ack->rate_hint_mbps.host());
+        }
+        return false;
+    };
+    constexpr size_t k_long = 256 << 10;
+    buffer src(h.a(), k_long, k_all_access, 1);
+    buffer d1(h.b(), k_long, k_all_access);
+    buffer d2(h.b(), k_long, k_all_access);
+    buffer d3(h.b(), 16 << 10, k_all_access);
+    send_wr w3 = make_wr(wr_opcode::write, src, d3, 3);
+    w3.local.length = 16 << 10;
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c3, w3, h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 3; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    // The first ACK with a share more than 4/3 of the one before, once c1 is paced.
+    size_t k = 1;
+    while (k < acks.size() && !(acks[k - 1].second != 0 && 3 * uint64_t(acks[k].second) > 4 * uint64_t(acks[k - 1].second))) {
+        ++k;
+    }
+    REQUIRE(k < acks.size());
+    const uint64_t t = acks[k].first;
+    const double ratio = double(acks[k - 1].second) / double(acks[k].second);
+    INFO("share " << acks[k - 1].second << " -> " << acks[k].second << " at " << t);
+    // c1's sends around it: two before (its old gap), the first after.
+    size_t j = 0;
+    while (j < sends.size() && sends[j] <= t) {
+        ++j;
+    }
+    REQUIRE(j >= 2);
+    REQUIRE(j < sends.size());
+    const uint64_t old_gap = sends[j - 1] - sends[j - 2];
+    const double due = double(sends[j - 1] + old_gap);  // where the old share put it
+    const double want = double(t) + (due - double(t)) * ratio;
+    INFO("last " << sends[j - 1] << " old gap " << old_gap << " next " << sends[j]);
+    REQUIRE(due > double(t) + 2'000); // the push came well inside the gap
+    CHECK(std::abs(double(sends[j]) - want) < 1'000);
+}
