@@ -247,7 +247,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
         set_rto(c, p, p.inflight > 0 ? now + p.rto_ns : k_no_deadline);
-        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns) : k_no_deadline);
+        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns) : k_no_deadline);
     }
     mark_ready(c);
 }
@@ -350,7 +350,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
                     ++stats.tail_probes;
                     // The probe's answer needs a round trip: the RTO must not fire first
                     // (a lost tail is chance under random loss, not a dead route).
-                    const uint64_t answer = now + probe_timeout(p, cfg.transport.initial_rtt_ns,
+                    const uint64_t answer = now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
                                                                 cfg.transport.ack_delay_ns);
                     if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
                         set_rto(c, p, answer);

@@ -25,6 +25,9 @@ wire::hello_header make_hello(const connection& c, const transport_config& t)
     h.max_msgs = wire::be16_t::from_host(c.max_msgs);
     h.planes = c.planes;
     h.rq_depth = wire::be16_t::from_host(t.rq_depth);
+    // The acceptor's first timers and its reservation of a rate share wait this long
+    // for our data (spec 3.8, 6.4).
+    h.rtt_us = wire::be32_t::from_host(c.incoming ? 0 : uint32_t(std::min<uint64_t>(UINT32_MAX, (c.hs_rtt_ns + 999) / 1000)));
     h.cookie = wire::be64_t::from_host(c.incoming ? 0 : c.cookie);
     return h;
 }
@@ -214,7 +217,11 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     c->peer_conn = src_conn;
     c->nonce = h.nonce.host(); // ACCEPT echoes the attempt it answers
     c->state = conn_state::established;
+    // The initiator's measured round trip: our first timers and the share we set aside
+    // for it last that long (a claim only about this connection, capped).
+    c->hs_rtt_ns = std::min<uint64_t>(uint64_t(h.rtt_us.host()) * 1000, cfg.transport.max_rto_ns);
     rates.expect(slot_of(c->id), now); // a peer connects to send (spec 6.4)
+    rates.set_rtt(slot_of(c->id), c->hs_rtt_ns);
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
@@ -224,7 +231,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     recompute_timer(*c, now);
 }
 
-void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p)
+void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64_t now)
 {
     if (c.state != conn_state::connecting || p.cookie->nonce.host() != c.nonce ||
         p.cookie->cookie.host() == 0) {
@@ -232,6 +239,10 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p)
         return;
     }
     c.cookie = p.cookie->cookie.host();
+    if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
+        c.hs_rtt_ns = rtt; // the CONNECT that follows tells the acceptor
+    }
+    c.hello_first_ns = 0; // the next phase: CONNECT with the cookie -> ACCEPT
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
@@ -249,8 +260,10 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     c.peer_conn = h.src_conn.host();
     c.state = conn_state::established;
     c.ctrl_deadline = k_no_deadline;
-    if (c.ctrl_retries == 0 && c.hello_sent_ns != 0 && now > c.hello_sent_ns) {
-        c.hs_rtt_ns = now - c.hello_sent_ns; // no timed-out CONNECT: the sample is not ambiguous
+    // Even when CONNECTs were resent: a retry timer shorter than the RTT (a long-haul
+    // peer) would otherwise leave the first timers at initial_rtt on every path (spec 5.6).
+    if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
+        c.hs_rtt_ns = rtt;
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
@@ -334,8 +347,12 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
     wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
     if (c.hello_pending) {
         c.hello_pending = false;
-        if (!c.incoming) {
-            c.hello_sent_ns = now; // its ACCEPT gives the handshake RTT
+        // CONNECT: its COOKIE or ACCEPT gives the handshake RTT; ACCEPT: the peer's first
+        // data after it does.
+        c.hello_sent_ns = now;
+        if (c.hello_first_ns == 0) {
+            c.hello_first_ns = now;
+            c.hello_phase_retries = c.ctrl_retries;
         }
         b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
         b.dst_conn = c.incoming ? c.peer_conn : 0;

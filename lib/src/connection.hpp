@@ -305,6 +305,8 @@ struct connection {
     uint64_t ctrl_deadline = k_no_deadline;
     uint32_t ctrl_retries = 0;
     uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
+    uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
+    uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent
     uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
     uint64_t rnr_deadline = k_no_deadline;
@@ -332,12 +334,21 @@ struct connection {
     uint64_t rx_msgs_committed = 0;
 };
 
-// The RTT a path assumes before its first sample: the handshake's if longer than the
-// configured one (a long-haul peer), never shorter (its ACKs may queue behind a first
-// window on a loaded link; timers that fire early resend what is not lost).
+// The RTT a path assumes before its first sample: the handshake's, or what the
+// connection's other paths measured, if longer than the configured one (a long-haul
+// peer), never shorter (its ACKs may queue behind a first window on a loaded link;
+// timers that fire early resend what is not lost).
 inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 {
-    return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
+    return std::max({c.hs_rtt_ns, c.srtt_ns, initial_rtt_ns});
+}
+
+// The round trip of a handshake step just answered: exact when its packet was not resent,
+// else the longest reading (which copy was answered is unknown).
+inline uint64_t handshake_rtt(const connection& c, uint64_t now) noexcept
+{
+    const uint64_t from = c.ctrl_retries == c.hello_phase_retries ? c.hello_sent_ns : c.hello_first_ns;
+    return from != 0 && now > from ? now - from : 0;
 }
 
 // Before a path's first RTT sample, under a hint, its first packets may wait behind every

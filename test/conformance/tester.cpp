@@ -592,8 +592,11 @@ void tester::audit(const rx_pkt& p)
     if (v.hello != nullptr) {
         ++checked["3.8"];
         const hello_fields h = decode_hello(*v.hello);
-        if (b[45] != 0 || rd32(b, 48) != 0) {
-            bad("3.8", "HELLO reserved fields not 0");
+        if (b[45] != 0) {
+            bad("3.8", "HELLO reserved byte not 0");
+        }
+        if (v.op == wire::opcode::accept && rd32(b, 48) != 0) {
+            bad("3.8", "ACCEPT rtt_us not 0");
         }
         if (h.src_conn == 0 || h.paths == 0 || h.paths > 256 || h.mtu < 64 || h.max_streams == 0 ||
             h.max_msgs == 0 || h.planes == 0) {

@@ -130,7 +130,7 @@ struct hello_header {
     uint8_t planes;
     uint8_t reserved0;
     be16_t rq_depth;     // posted receives per stream
-    be32_t reserved1;
+    be32_t rtt_us;       // CONNECT: the initiator's round trip to the acceptor, 0 unknown
     be64_t cookie;       // CONNECT: the acceptor's cookie echoed; ACCEPT: 0
 } __attribute__((packed));
 static_assert(sizeof(hello_header) == 40);
