@@ -238,11 +238,16 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
         ++stats.rx_bad_cookie;
         return;
     }
-    c.cookie = p.cookie->cookie.host();
-    if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
-        c.hs_rtt_ns = rtt; // the CONNECT that follows tells the acceptor
+    if (p.cookie->cookie.host() == c.cookie) {
+        return; // the answer to another copy of our CONNECT: already on our way
     }
-    c.hello_first_ns = 0; // the next phase: CONNECT with the cookie -> ACCEPT
+    if (c.cookie == 0) {
+        if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
+            c.hs_rtt_ns = rtt; // the CONNECT that follows tells the acceptor
+        }
+    }
+    c.cookie = p.cookie->cookie.host();
+    c.hello_phase_new = true; // the next phase: CONNECT with the cookie -> ACCEPT
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
@@ -350,7 +355,8 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
         // CONNECT: its COOKIE or ACCEPT gives the handshake RTT; ACCEPT: the peer's first
         // data after it does.
         c.hello_sent_ns = now;
-        if (c.hello_first_ns == 0) {
+        if (c.hello_phase_new) {
+            c.hello_phase_new = false;
             c.hello_first_ns = now;
             c.hello_phase_retries = c.ctrl_retries;
         }

@@ -307,6 +307,7 @@ struct connection {
     uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
     uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
     uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent
+    bool hello_phase_new = true;      // the next CONNECT/ACCEPT starts a phase
     uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
     uint64_t rnr_deadline = k_no_deadline;
@@ -347,8 +348,11 @@ inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 // else the longest reading (which copy was answered is unknown).
 inline uint64_t handshake_rtt(const connection& c, uint64_t now) noexcept
 {
+    if (c.hello_phase_new) {
+        return 0; // nothing of this phase went out
+    }
     const uint64_t from = c.ctrl_retries == c.hello_phase_retries ? c.hello_sent_ns : c.hello_first_ns;
-    return from != 0 && now > from ? now - from : 0;
+    return now > from ? now - from : 0;
 }
 
 // Before a path's first RTT sample, under a hint, its first packets may wait behind every
