@@ -177,6 +177,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
         r.plane = m.plane;
         r.udp_sport = m.udp_sport;
         r.nonce = h.nonce.host();
+        r.ts_echo = p.tx_ts;
         r.cookie = make_cookie(m.src_addr, src_conn, r.nonce, now >> k_cookie_bucket_shift);
         if (replies.push(r)) { // bounded: a flood is answered only as fast as we send
             ++stats.cookies_sent;
@@ -242,9 +243,10 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
         return; // the answer to another copy of our CONNECT: already on our way
     }
     if (c.cookie == 0) {
-        if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
-            c.hs_rtt_ns = rtt; // the CONNECT that follows tells the acceptor
-        }
+        // The round trip of the very CONNECT copy it answers, however many were resent;
+        // the CONNECT that follows tells the acceptor.
+        const uint32_t rtt = uint32_t(now) - p.cookie->ts_echo.host(); // wraps with the clock
+        c.hs_rtt_ns = std::min<uint64_t>(rtt, cfg.transport.max_rto_ns);
     }
     c.cookie = p.cookie->cookie.host();
     c.hello_phase_new = true; // the next phase: CONNECT with the cookie -> ACCEPT
@@ -265,10 +267,8 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     c.peer_conn = h.src_conn.host();
     c.state = conn_state::established;
     c.ctrl_deadline = k_no_deadline;
-    // Even when CONNECTs were resent: a retry timer shorter than the RTT (a long-haul
-    // peer) would otherwise leave the first timers at initial_rtt on every path (spec 5.6).
-    if (const uint64_t rtt = handshake_rtt(c, now); rtt != 0) {
-        c.hs_rtt_ns = rtt;
+    if (c.ctrl_retries == c.hello_phase_retries && !c.hello_phase_new && now > c.hello_sent_ns) {
+        c.hs_rtt_ns = now - c.hello_sent_ns; // no CONNECT resent since the COOKIE: not ambiguous
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
@@ -397,6 +397,7 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
         wire::cookie_header ch{};
         ch.nonce = wire::be64_t::from_host(r.nonce);
         ch.cookie = wire::be64_t::from_host(r.cookie);
+        ch.ts_echo = wire::be32_t::from_host(r.ts_echo);
         f.len = wire::build_cookie(f.buf, b, ch);
     } else {
         wire::close_header ch{};

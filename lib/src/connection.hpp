@@ -335,24 +335,12 @@ struct connection {
     uint64_t rx_msgs_committed = 0;
 };
 
-// The RTT a path assumes before its first sample: the handshake's, or what the
-// connection's other paths measured, if longer than the configured one (a long-haul
-// peer), never shorter (its ACKs may queue behind a first window on a loaded link;
-// timers that fire early resend what is not lost).
+// The RTT a path assumes before its first sample: the handshake's if longer than the
+// configured one (a long-haul peer), never shorter (its ACKs may queue behind a first
+// window on a loaded link; timers that fire early resend what is not lost).
 inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 {
-    return std::max({c.hs_rtt_ns, c.srtt_ns, initial_rtt_ns});
-}
-
-// The round trip of a handshake step just answered: exact when its packet was not resent,
-// else the longest reading (which copy was answered is unknown).
-inline uint64_t handshake_rtt(const connection& c, uint64_t now) noexcept
-{
-    if (c.hello_phase_new) {
-        return 0; // nothing of this phase went out
-    }
-    const uint64_t from = c.ctrl_retries == c.hello_phase_retries ? c.hello_sent_ns : c.hello_first_ns;
-    return now > from ? now - from : 0;
+    return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
 }
 
 // Before a path's first RTT sample, under a hint, its first packets may wait behind every

@@ -253,10 +253,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
                                                          cfg.transport.ack_delay_ns)));
     }
     if (p.rto_deadline == k_no_deadline) {
-        // A path without a sample of its own borrows the connection's RTT (spec 5.6).
-        const uint64_t unsampled = p.srtt_ns != 0 ? 0 : std::min(3 * first_rtt(c, cfg.transport.initial_rtt_ns),
-                                                                 cfg.transport.max_rto_ns);
-        set_rto(c, p, now + std::max({wait, p.rto_ns, unsampled}));
+        set_rto(c, p, now + std::max(wait, p.rto_ns));
     }
     return true;
 }

@@ -27,7 +27,7 @@ local OPCODES = {
   [0x23] = { name = "CLOSE_ACK", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
   [0x24] = { name = "PROBE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
   [0x25] = { name = "PROBE_ACK", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
-  [0x26] = { name = "COOKIE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 16 },
+  [0x26] = { name = "COOKIE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 24 },
 }
 local NAK_REASONS = {
   [1] = "RNR",
@@ -258,6 +258,7 @@ function proto.dissector(buf, pinfo, root)
     elseif name == "COOKIE" then
         tree:add(f.nonce, buf(at, 8))
         tree:add(f.cookie, buf(at + 8, 8))
+        tree:add(f.ts_echo, buf(at + 16, 4))
     end
     pinfo.cols.info:set(info)
     return len

@@ -155,7 +155,9 @@ static_assert(sizeof(probe_header) == 8);
 struct cookie_header {
     be64_t nonce;        // the CONNECT's nonce, echoed
     be64_t cookie;       // to be echoed in the next CONNECT
+    be32_t ts_echo;      // the CONNECT's BTH tx_ts: the initiator's round trip, unambiguous
+    be32_t reserved;
 } __attribute__((packed));
-static_assert(sizeof(cookie_header) == 16);
+static_assert(sizeof(cookie_header) == 24);
 
 } // namespace metaroce::wire
