@@ -250,7 +250,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         cc.on_ack(p.cc, c.cc, s);
         const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
         set_rto(c, p, p.inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
-        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, cfg.transport.initial_rtt_ns, cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     }
     mark_ready(c);
 }
@@ -353,7 +353,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
                     ++stats.tail_probes;
                     // The probe's answer needs a round trip: the RTO must not fire first
                     // (a lost tail is chance under random loss, not a dead route).
-                    const uint64_t answer = now + probe_timeout(p, cfg.transport.initial_rtt_ns,
+                    const uint64_t answer = now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
                                                                 cfg.transport.ack_delay_ns,
                                                                 hint_queue_ns(c, cfg.frame_overhead_bytes));
                     if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {

@@ -26,7 +26,13 @@ wire::hello_header make_hello(const connection& c, const transport_config& t, ui
     h.planes = c.planes;
     h.rq_depth = wire::be16_t::from_host(t.rq_depth);
     h.cookie = wire::be64_t::from_host(c.incoming ? 0 : c.cookie);
-    h.rate_hint_mbps = wire::be32_t::from_host(c.incoming ? hint_mbps : 0);
+    if (c.incoming) {
+        h.rate_hint_mbps = wire::be32_t::from_host(hint_mbps);
+    } else {
+        // The acceptor's first timers and its reservation of a rate share wait this long
+        // for our data (spec 3.8, 6.4).
+        h.rtt_us = wire::be32_t::from_host(uint32_t(std::min<uint64_t>(UINT32_MAX, (c.hs_rtt_ns + 999) / 1000)));
+    }
     return h;
 }
 
@@ -175,6 +181,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
         r.plane = m.plane;
         r.udp_sport = m.udp_sport;
         r.nonce = h.nonce.host();
+        r.ts_echo = p.tx_ts;
         r.cookie = make_cookie(m.src_addr, src_conn, r.nonce, now >> k_cookie_bucket_shift);
         if (replies.push(r)) { // bounded: a flood is answered only as fast as we send
             ++stats.cookies_sent;
@@ -215,7 +222,11 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     c->peer_conn = src_conn;
     c->nonce = h.nonce.host(); // ACCEPT echoes the attempt it answers
     c->state = conn_state::established;
+    // The initiator's measured round trip: our first timers and the share we set aside
+    // for it last that long (a claim only about this connection, capped).
+    c->hs_rtt_ns = std::min<uint64_t>(uint64_t(h.rtt_us.host()) * 1000, cfg.transport.max_rto_ns);
     rates.expect(slot_of(c->id), now); // a peer connects to send (spec 6.4)
+    rates.set_rtt(slot_of(c->id), c->hs_rtt_ns);
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
@@ -225,14 +236,24 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     recompute_timer(*c, now);
 }
 
-void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p)
+void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64_t now)
 {
     if (c.state != conn_state::connecting || p.cookie->nonce.host() != c.nonce ||
         p.cookie->cookie.host() == 0) {
         ++stats.rx_bad_cookie;
         return;
     }
+    if (p.cookie->cookie.host() == c.cookie) {
+        return; // the answer to another copy of our CONNECT: already on our way
+    }
+    if (c.cookie == 0) {
+        // The round trip of the very CONNECT copy it answers, however many were resent;
+        // the CONNECT that follows tells the acceptor.
+        const uint32_t rtt = uint32_t(now) - p.cookie->ts_echo.host(); // wraps with the clock
+        c.hs_rtt_ns = std::min<uint64_t>(rtt, cfg.transport.max_rto_ns);
+    }
     c.cookie = p.cookie->cookie.host();
+    c.hello_phase_new = true; // the next phase: CONNECT with the cookie -> ACCEPT
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
@@ -250,8 +271,8 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     c.peer_conn = h.src_conn.host();
     c.state = conn_state::established;
     c.ctrl_deadline = k_no_deadline;
-    if (c.ctrl_retries == 0 && c.hello_sent_ns != 0 && now > c.hello_sent_ns) {
-        c.hs_rtt_ns = now - c.hello_sent_ns; // no timed-out CONNECT: the sample is not ambiguous
+    if (c.ctrl_retries == c.hello_phase_retries && !c.hello_phase_new && now > c.hello_sent_ns) {
+        c.hs_rtt_ns = now - c.hello_sent_ns; // no CONNECT resent since the COOKIE: not ambiguous
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
     init_paths(c, h.isn.host());
@@ -340,8 +361,13 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
     wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
     if (c.hello_pending) {
         c.hello_pending = false;
-        if (!c.incoming) {
-            c.hello_sent_ns = now; // its ACCEPT gives the handshake RTT
+        // CONNECT: its COOKIE or ACCEPT gives the handshake RTT; ACCEPT: the peer's first
+        // data after it does.
+        c.hello_sent_ns = now;
+        if (c.hello_phase_new) {
+            c.hello_phase_new = false;
+            c.hello_first_ns = now;
+            c.hello_phase_retries = c.ctrl_retries;
         }
         b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
         b.dst_conn = c.incoming ? c.peer_conn : 0;
@@ -383,6 +409,7 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
         wire::cookie_header ch{};
         ch.nonce = wire::be64_t::from_host(r.nonce);
         ch.cookie = wire::be64_t::from_host(r.cookie);
+        ch.ts_echo = wire::be32_t::from_host(r.ts_echo);
         f.len = wire::build_cookie(f.buf, b, ch);
     } else {
         wire::close_header ch{};

@@ -307,6 +307,9 @@ struct connection {
     uint64_t ctrl_deadline = k_no_deadline;
     uint32_t ctrl_retries = 0;
     uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
+    uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
+    uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent
+    bool hello_phase_new = true;      // the next CONNECT/ACCEPT starts a phase
     uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
     uint64_t rnr_deadline = k_no_deadline;

@@ -26,6 +26,17 @@ void end_round(State& s, bool congested, double gain, double grow, double lo, do
     s.round_end_ns = now + rtt;
 }
 
+// Additive increase per reference interval rather than per round (spec 6.2): a flow whose
+// base RTT is k reference RTTs grows k steps per round, so its rate grows as fast as a
+// short flow's and a long-haul flow sharing a bottleneck is not starved (scale-across).
+double rtt_scaled(double step, uint64_t base_rtt_ns, uint64_t reference_ns)
+{
+    if (reference_ns == 0 || base_rtt_ns <= reference_ns) {
+        return step;
+    }
+    return step * double(base_rtt_ns) / double(reference_ns);
+}
+
 } // namespace
 
 void ecn_aimd::init(path_cc_state& p) const
@@ -80,17 +91,21 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         ++c.round_marked_paths;
     }
     if (s.now_ns >= p.round_end_ns) {
-        end_round(p, p.round_ce > 0, cfg_.ecn_gain, cfg_.additive_increase, cfg_.path_cwnd_min,
-                  cfg_.path_cwnd_max, s.now_ns, s.srtt_ns);
+        end_round(p, p.round_ce > 0, cfg_.ecn_gain,
+                  rtt_scaled(cfg_.additive_increase, s.path_min_rtt_ns, cfg_.ai_reference_rtt_ns),
+                  cfg_.path_cwnd_min, cfg_.path_cwnd_max, s.now_ns, s.srtt_ns);
     }
     if (!c.acked) {
         // Admission (spec 6.1): the first ACK says the receiver's share, and the sender
         // takes it at once; without a hint it slow-starts from the usual initial window.
         c.acked = true;
-        // A share larger than the initial window may be stale (others' first packets
-        // were still on their way): slow start covers the rest, up to the share.
+        // The share's window is taken whole, however large: pacing at the share (spec 6.5)
+        // keeps it from leaving as a burst, and a share that was stale (others' first
+        // packets still on their way) is corrected by the next ACK's hint, pacing
+        // included, within a round trip. Slow-starting to a large share instead would
+        // take a long-haul sender many of its round trips (scale-across).
         c.cwnd = std::max(c.cwnd, cfg_.conn_cwnd_init);
-        if (c.hint_cwnd > 0 && c.hint_cwnd <= c.cwnd) {
+        if (c.hint_cwnd > 0) {
             c.cwnd = std::max(cfg_.conn_cwnd_min, c.hint_cwnd);
             c.slow_start = false;
         }
@@ -104,7 +119,7 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         if (s.ce_pkts > 0) {
             c.slow_start = false;
         } else {
-            c.cwnd = std::min({cfg_.conn_cwnd_max, cap, c.cwnd + s.newly_acked});
+            c.cwnd = std::min({std::max(cfg_.conn_cwnd_max, c.hint_cwnd), cap, c.cwnd + s.newly_acked});
             c.slow_start = c.hint_cwnd == 0 || c.cwnd < c.hint_cwnd;
         }
     }
@@ -113,12 +128,16 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         // paths are marked, i.e. the bottleneck is common to them (e.g. the last hop).
         // In slow start the window grows by what is acknowledged (spec 6.1), not by the
         // round's additive step as well.
+        // conn_cwnd_max bounds growth without a hint; it never cuts a window a share
+        // (the receiver's word for the bottleneck) allowed, e.g. when the hint stops
+        // because the sender is alone.
         const bool common = 2 * c.round_marked_paths > c.round_paths;
-        end_round(c, common, cfg_.ecn_gain, c.slow_start ? 0.0 : cfg_.conn_additive_increase,
-                  cfg_.conn_cwnd_min, cfg_.conn_cwnd_max, s.now_ns, s.srtt_ns);
+        end_round(c, common, cfg_.ecn_gain,
+                  c.slow_start ? 0.0 : rtt_scaled(cfg_.conn_additive_increase, s.min_rtt_ns, cfg_.ai_reference_rtt_ns),
+                  cfg_.conn_cwnd_min, std::max({cfg_.conn_cwnd_max, c.hint_cwnd, c.cwnd}), s.now_ns, s.srtt_ns);
         if (!common && !c.slow_start && c.hint_cwnd > c.cwnd) {
             // An unmarked round under a larger share (a sender left): take it at once.
-            c.cwnd = std::min(cfg_.conn_cwnd_max, c.hint_cwnd);
+            c.cwnd = c.hint_cwnd;
         }
         ++c.round_id;
         c.round_paths = 0;

@@ -276,7 +276,7 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
     }
     e.heard_from_peer(*c, now);
     switch (p.op) {
-    case wire::opcode::cookie: e.on_cookie(*c, p); break;
+    case wire::opcode::cookie: e.on_cookie(*c, p, now); break;
     case wire::opcode::accept: e.on_accept(*c, p, now); break;
     case wire::opcode::close_ack: e.on_close_ack(*c, p); break;
     case wire::opcode::probe_ack: e.on_probe_ack(*c, meta, p, now); break;

@@ -105,7 +105,7 @@ struct endpoint::impl {
     uint64_t make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce, uint64_t bucket) const noexcept;
     bool cookie_valid(uint32_t addr, const wire::hello_header& h, uint64_t now) const noexcept;
     void on_connect(const rx_meta& m, const wire::packet_view& p, uint64_t now);
-    void on_cookie(connection& c, const wire::packet_view& p);
+    void on_cookie(connection& c, const wire::packet_view& p, uint64_t now);
     void on_accept(connection& c, const wire::packet_view& p, uint64_t now);
     void on_close(const rx_meta& m, const wire::packet_view& p, uint64_t now);
     void on_close_ack(connection& c, const wire::packet_view& p);

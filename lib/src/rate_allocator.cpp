@@ -23,7 +23,7 @@ rate_allocator::rate_allocator(uint64_t capacity_mbps, double utilization, uint6
       scale_(utilization),
       bytes_(capacity_mbps != 0 ? max_conns : 0, 0), since_ns_(bytes_.size(), 0),
       last_ns_(bytes_.size(), 0), pkt_bytes_(bytes_.size(), 0), share_(bytes_.size(), 0),
-      owd_min_(bytes_.size(), 0), owd_prev_(bytes_.size(), 0), told_(bytes_.size(), 0),
+      owd_min_(bytes_.size(), 0), owd_prev_(bytes_.size(), 0), told_(bytes_.size(), 0), rtt_ns_(bytes_.size(), 0),
       last_path_(bytes_.size(), 0), pos_(bytes_.size(), -1)
 {
     members_.reserve(bytes_.size());
@@ -91,6 +91,15 @@ bool rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t n
     return joined;
 }
 
+// A sender is judged on a measurement long enough to hold several packets at its grant,
+// and two of its round trips: a slow sender's gaps are not a limit, nor is a far sender
+// still sending at the share it heard of a round trip ago.
+bool rate_allocator::long_enough(uint32_t idx, double period_ns, double grant_mbps) const noexcept
+{
+    return period_ns >= std::max(double(epoch_ns_), 2 * double(rtt_ns_[idx])) &&
+           grant_mbps * period_ns / 8000 >= k_measure_pkts * pkt_bytes_[idx];
+}
+
 void rate_allocator::drop_member(size_t pos) noexcept
 {
     const uint32_t idx = members_[pos];
@@ -135,6 +144,9 @@ void rate_allocator::drop_pending(uint32_t idx) noexcept
 
 void rate_allocator::release(uint32_t idx) noexcept
 {
+    if (idx < rtt_ns_.size()) {
+        rtt_ns_[idx] = 0;
+    }
     if (idx < pend_pos_.size()) {
         drop_pending(idx);
     }
@@ -180,14 +192,16 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
     for (size_t i = members_.size(); i-- > 0;) {
         const uint32_t idx = members_[i];
         const double gap_ns = double(pkt_bytes_[idx]) * 8000 / std::max(1u, share_mbps(idx));
-        const double idle = std::max(2 * double(epoch_ns_), k_idle_gaps * gap_ns);
+        const double idle = std::max({2 * double(epoch_ns_), k_idle_gaps * gap_ns, 2 * double(rtt_ns_[idx])});
         if (double(now - last_ns_[idx]) > idle) {
             drop_member(i);
         }
     }
     for (size_t i = pending_.size(); i-- > 0;) {
-        if (now - pend_ns_[pending_[i]] > k_pending_epochs * epoch_ns_) {
-            drop_pending(pending_[i]); // expected, never came
+        // Expected for at least two of its round trips: a far sender's first data comes late.
+        const uint32_t idx = pending_[i];
+        if (now - pend_ns_[idx] > std::max(k_pending_epochs * epoch_ns_, 2 * rtt_ns_[idx])) {
+            drop_pending(idx); // expected, never came
         }
     }
     // Expected senders keep an equal share set aside.
@@ -202,10 +216,7 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
             const uint32_t idx = scratch_[i];
             const double period = double(now - since_ns_[idx]);
             const double granted = double(share_mbps(idx));
-            // Judged only on a measurement long enough to hold several packets at its
-            // grant: a slow sender's gaps are not a limit.
-            const bool measured = share_[idx] != 0 && period >= double(epoch_ns_) &&
-                                  granted * period / 8000 >= k_measure_pkts * pkt_bytes_[idx];
+            const bool measured = share_[idx] != 0 && long_enough(idx, period, granted);
             const double used = period > 0 ? double(bytes_[idx]) * 8000 / period : 0;
             if (measured && used < 0.5 * fair && used < 0.75 * granted) {
                 const double grant = std::min(fair, used * 1.5 + 0.01 * fair);
@@ -230,9 +241,7 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
     old_sum_ = 0;
     for (uint32_t idx : members_) {
         old_sum_ += share_[idx];
-        const double period = double(now - since_ns_[idx]);
-        if (period * double(share_[idx]) / 8000 >= k_measure_pkts * pkt_bytes_[idx] &&
-            period >= double(epoch_ns_)) {
+        if (long_enough(idx, double(now - since_ns_[idx]), double(share_[idx]))) {
             bytes_[idx] = 0; // measured: start the next measurement
             since_ns_[idx] = now;
         }

@@ -145,6 +145,11 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         ++stats.rx_invalid;
         return;
     }
+    if (c.incoming && c.hs_rtt_ns == 0 && !c.hello_phase_new && now > c.hello_first_ns) {
+        // The acceptor's handshake RTT: from its ACCEPT to the initiator's first data.
+        c.hs_rtt_ns = now - c.hello_first_ns;
+        rates.set_rtt(slot_of(c.id), c.hs_rtt_ns);
+    }
     path_rx& r = c.prx[p.path];
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;

@@ -160,6 +160,13 @@ inline void admit(ctx& x, tconn& c, uint64_t wr_id)
 }
 
 // Acknowledges everything the tester has received, path by path.
+// Packets an unmarked round adds to a path window (spec 6.2): one per ai_reference_rtt
+// (20 us by default) of the path's base RTT, at least one.
+inline size_t additive_step(uint64_t rtt_ns)
+{
+    return std::max<size_t>(1, size_t((rtt_ns + 19'999) / 20'000));
+}
+
 inline void ack_all(ctx& x, tconn& c)
 {
     for (uint8_t i = 0; i < c.paths; ++i) {

@@ -42,7 +42,7 @@ size_t spec_fixed_len(wire::opcode op)
     case wire::opcode::close_ack:
     case wire::opcode::probe:
     case wire::opcode::probe_ack: return 8;
-    case wire::opcode::cookie: return 16;
+    case wire::opcode::cookie: return 24;
     }
     return 0;
 }
@@ -592,9 +592,9 @@ void tester::audit(const rx_pkt& p)
     if (v.hello != nullptr) {
         ++checked["3.8"];
         const hello_fields h = decode_hello(*v.hello);
-        // Bytes 28..31 are the ACCEPT's rate hint (spec 6.4); a CONNECT sends 0 there.
-        if (b[45] != 0 || (v.op == wire::opcode::connect && rd32(b, 48) != 0)) {
-            bad("3.8", "HELLO reserved fields not 0");
+        // Bytes 28..31 are the CONNECT's rtt_us and the ACCEPT's rate hint (spec 3.8).
+        if (b[45] != 0) {
+            bad("3.8", "HELLO reserved byte not 0");
         }
         if (h.src_conn == 0 || h.paths == 0 || h.paths > 256 || h.mtu < 64 || h.max_streams == 0 ||
             h.max_msgs == 0 || h.planes == 0) {

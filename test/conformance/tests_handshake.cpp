@@ -84,9 +84,12 @@ CONFORMANCE_TEST(connect_gets_cookie_then_accept, "7.7", "7.2", "3.13", "7.6", "
 {
     attempt a = new_attempt(x.p);
     const auto sent = x.mark("cookies_sent");
-    send_connect(x.p, a);
+    const std::vector<uint8_t> connect = x.p.hello_pkt(wire::opcode::connect, 0, a.h);
+    x.p.send(connect, {a.addr, 0, a.sport, false});
     const rx_pkt ck = x.p.must(op_to(wire::opcode::cookie, a.h.src_conn), x.p.reply_ns(), "COOKIE for a CONNECT without one");
-    x.check(ck.len() == 20 + 16, "COOKIE of " + std::to_string(ck.len()) + " bytes, not 36");
+    x.check(ck.len() == 20 + 24, "COOKIE of " + std::to_string(ck.len()) + " bytes, not 44");
+    const uint32_t connect_ts = uint32_t(connect[16] << 24 | connect[17] << 16 | connect[18] << 8 | connect[19]);
+    x.check(ck.v().cookie->ts_echo.host() == connect_ts, "COOKIE ts_echo is not the CONNECT's tx_ts");
     x.check(ck.v().cookie->nonce.host() == a.h.nonce, "COOKIE does not echo the CONNECT's nonce");
     x.check(ck.v().cookie->cookie.host() != 0, "COOKIE with cookie 0");
     x.check(ck.d->udp_sport == a.sport && ck.d->dst_addr == a.addr,

@@ -90,7 +90,7 @@ TEST_CASE("header sizes match the spec", "[codec]")
     STATIC_REQUIRE(sizeof(hello_header) == 40);
     STATIC_REQUIRE(sizeof(close_header) == 8);
     STATIC_REQUIRE(sizeof(probe_header) == 8);
-    STATIC_REQUIRE(sizeof(cookie_header) == 16);
+    STATIC_REQUIRE(sizeof(cookie_header) == 24);
     CHECK(data_header_len(opcode::write) == 60);
     CHECK(data_header_len(opcode::write_imm) == 64);
     CHECK(data_header_len(opcode::send) == 44);
@@ -100,7 +100,7 @@ TEST_CASE("header sizes match the spec", "[codec]")
     CHECK(max_packet_len(4096) == 20 + 24 + 16 + 4 + 4096);
     CHECK(info(opcode::ack).ext_len == 48);
     CHECK(info(opcode::connect).ext_len == 40);
-    CHECK(info(opcode::cookie).ext_len == 16);
+    CHECK(info(opcode::cookie).ext_len == 24);
     CHECK(info(opcode::probe_ack).ext_len == 8);
     int valid = 0;
     for (const auto& i : k_opcodes) {
@@ -229,14 +229,16 @@ TEST_CASE("every control opcode round-trips through build and parse", "[codec]")
         cookie_header c{};
         c.nonce = be64_t::from_host(0xa1a2a3a4a5a6a7a8ull);
         c.cookie = be64_t::from_host(0x1b2b3b4b5b6b7b8bull);
+        c.ts_echo = be32_t::from_host(0x01020304u);
         const size_t n = build_cookie(buf, b, c);
-        REQUIRE(n == 36);
+        REQUIRE(n == 44);
         const auto r = parse(std::span(buf.data(), n));
         REQUIRE(r.ok());
         check_bth(r.pkt, b);
         REQUIRE(r.pkt.cookie != nullptr);
         CHECK(r.pkt.cookie->nonce.host() == 0xa1a2a3a4a5a6a7a8ull);
         CHECK(r.pkt.cookie->cookie.host() == 0x1b2b3b4b5b6b7b8bull);
+        CHECK(r.pkt.cookie->ts_echo.host() == 0x01020304u);
     }
     SECTION("close, close_ack, probe, probe_ack")
     {

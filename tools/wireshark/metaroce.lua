@@ -10,7 +10,7 @@
 local VERSION = 1
 local UDP_PORT = 4796
 local SACK_BITS = 256
-local SIZE = { bth = 20, msg = 24, reth = 16, imm = 4, ack = 48, nak = 8, hello = 40, close = 8, probe = 8, cookie = 16 }
+local SIZE = { bth = 20, msg = 24, reth = 16, imm = 4, ack = 48, nak = 8, hello = 40, close = 8, probe = 8, cookie = 24 }
 local FLAG = { last = 1, ack_req = 2, retx = 4, solicited = 8, known = 15 }
 local OPCODES = {
   [0x01] = { name = "WRITE", msg = true, reth = true, imm = false, payload = true, reliable = true, ext = 40 },
@@ -27,7 +27,7 @@ local OPCODES = {
   [0x23] = { name = "CLOSE_ACK", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
   [0x24] = { name = "PROBE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
   [0x25] = { name = "PROBE_ACK", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 8 },
-  [0x26] = { name = "COOKIE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 16 },
+  [0x26] = { name = "COOKIE", msg = false, reth = false, imm = false, payload = false, reliable = false, ext = 24 },
 }
 local NAK_REASONS = {
   [1] = "RNR",
@@ -97,6 +97,7 @@ f.max_streams = ProtoField.uint16("metaroce.max_streams", "Max streams")
 f.max_msgs = ProtoField.uint16("metaroce.max_msgs", "Max outstanding messages")
 f.planes = ProtoField.uint8("metaroce.planes", "Planes")
 f.rq_depth = ProtoField.uint16("metaroce.rq_depth", "Receive queue depth")
+f.rtt_us = ProtoField.uint32("metaroce.rtt_us", "Initiator's round trip (us)")
 f.cookie = ProtoField.uint64("metaroce.cookie", "Cookie", base.HEX)
 -- CLOSE, PROBE (spec 3.9, 3.10)
 f.token = ProtoField.uint32("metaroce.token", "Token", base.HEX)
@@ -242,7 +243,11 @@ function proto.dissector(buf, pinfo, root)
         tree:add(f.max_msgs, buf(at + 22, 2))
         tree:add(f.planes, buf(at + 24, 1))
         tree:add(f.rq_depth, buf(at + 26, 2))
-        tree:add(f.rate_hint, buf(at + 28, 4)) -- ACCEPT: the acceptor's share (spec 6.4)
+        if name == "CONNECT" then
+            tree:add(f.rtt_us, buf(at + 28, 4))
+        else
+            tree:add(f.rate_hint, buf(at + 28, 4)) -- ACCEPT: the acceptor's share (spec 6.4)
+        end
         tree:add(f.cookie, buf(at + 32, 8))
         info = info .. string.format(" src_conn=0x%08x paths=%d mtu=%d planes=%d%s", buf(at + 8, 4):uint(),
                                      buf(at + 16, 2):uint(), buf(at + 18, 2):uint(), buf(at + 24, 1):uint(),
@@ -257,6 +262,7 @@ function proto.dissector(buf, pinfo, root)
     elseif name == "COOKIE" then
         tree:add(f.nonce, buf(at, 8))
         tree:add(f.cookie, buf(at + 8, 8))
+        tree:add(f.ts_echo, buf(at + 16, 4))
     end
     pinfo.cols.info:set(info)
     return len

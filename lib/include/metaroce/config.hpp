@@ -24,6 +24,9 @@ struct cc_config {
     double conn_cwnd_max = 4096;
     double additive_increase = 1;   // packets per RTT, per path
     double conn_additive_increase = 16; // packets per RTT, connection window
+    // Both steps are per this much base RTT, not per round: a path or connection with a
+    // longer base RTT takes proportionally larger steps (RTT fairness). 0: per round.
+    uint64_t ai_reference_rtt_ns = 20'000;
     double ecn_gain = 1.0 / 16;     // EWMA gain of the marked fraction (DCTCP's g)
     // RTT growth as a congestion mark, for links that do not mark ECN (software links,
     // NIC queues): a sample this far above the path's smallest counts as marked.

@@ -73,6 +73,15 @@ public:
         }
         return uint32_t(std::max(1.0, pool() / sharers()));
     }
+    // The round trip to slot `idx`'s sender, as far as this node knows it (the
+    // handshake's). A window-limited sender is silent for up to a round trip between
+    // bursts: it is not judged gone sooner than two of them.
+    void set_rtt(uint32_t idx, uint64_t rtt_ns) noexcept
+    {
+        if (idx < rtt_ns_.size()) {
+            rtt_ns_[idx] = rtt_ns;
+        }
+    }
     // Forget a slot (connection freed): the others' shares grow at once.
     void release(uint32_t idx) noexcept;
     // Senders currently sharing the inbound capacity.
@@ -83,6 +92,7 @@ public:
 private:
     void close_epoch(uint64_t now) noexcept;
     void drop_member(size_t pos) noexcept;
+    bool long_enough(uint32_t idx, double period_ns, double grant_mbps) const noexcept;
     void drop_pending(uint32_t idx) noexcept;
     double sharers() const noexcept { return double(members_.size() + pending_.size()); }
     double pool() const noexcept { return double(capacity_mbps_) * scale_; }
@@ -112,6 +122,7 @@ private:
     std::vector<uint32_t> owd_min_;
     std::vector<uint32_t> owd_prev_;
     std::vector<uint32_t> told_;     // per slot, hint in its latest ACK
+    std::vector<uint64_t> rtt_ns_;   // per slot, its round trip (0 = unknown)
     std::vector<uint16_t> last_path_; // per slot, path of its latest packet
     std::vector<int32_t> pos_;       // per slot, index in members_ (-1 = not a member)
     std::vector<uint32_t> members_;  // slots sharing the capacity, reserved once

@@ -130,7 +130,10 @@ struct hello_header {
     uint8_t planes;
     uint8_t reserved0;
     be16_t rq_depth;     // posted receives per stream
-    be32_t rate_hint_mbps; // ACCEPT: the acceptor's share for this sender (spec 6.4), 0 = none; CONNECT: 0
+    union {              // by direction (spec 3.8)
+        be32_t rtt_us;         // CONNECT: the initiator's round trip to the acceptor, 0 unknown
+        be32_t rate_hint_mbps; // ACCEPT: the acceptor's share for this sender (spec 6.4), 0 = none
+    } __attribute__((packed));
     be64_t cookie;       // CONNECT: the acceptor's cookie echoed; ACCEPT: 0
 } __attribute__((packed));
 static_assert(sizeof(hello_header) == 40);
@@ -155,7 +158,9 @@ static_assert(sizeof(probe_header) == 8);
 struct cookie_header {
     be64_t nonce;        // the CONNECT's nonce, echoed
     be64_t cookie;       // to be echoed in the next CONNECT
+    be32_t ts_echo;      // the CONNECT's BTH tx_ts: the initiator's round trip, unambiguous
+    be32_t reserved;
 } __attribute__((packed));
-static_assert(sizeof(cookie_header) == 16);
+static_assert(sizeof(cookie_header) == 24);
 
 } // namespace metaroce::wire
