@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), cc(c.transport.cc),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -35,6 +35,7 @@ endpoint::impl::impl(const endpoint_config& c)
         free_slots.push_back(i - 1);
     }
     timers.reserve(conns.size() * 4);
+    pool_waiters.reserve(conns.size());
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
@@ -71,6 +72,70 @@ void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcep
     e.peer = c.peer_addr;
     e.incoming = c.incoming;
     events.push(e); // bounded; lifecycle events are rare
+}
+
+// The first `passed` chunks of p's directory (at most 16: una moved at most a window).
+void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) noexcept
+{
+    bool gave = false;
+    uint32_t h = p.dir_head;
+    for (uint32_t i = 0; i < passed && i < k_dir_slots; ++i) {
+        uint16_t& d = p.dir[h];
+        if (d != record_pool::k_nil) {
+            records.give(d);
+            d = record_pool::k_nil;
+            gave = true;
+        }
+        h = h + 1 == k_dir_slots ? 0 : h + 1;
+    }
+    p.dir_head = uint8_t(passed < k_dir_slots ? h : (p.dir_head + passed) % k_dir_slots);
+    if (gave && !pool_waiters.empty()) {
+        wake_pool_waiters();
+    }
+    (void)c;
+}
+
+void endpoint::impl::release_records(connection& c) noexcept
+{
+    bool gave = false;
+    for (path_tx& p : c.ptx) {
+        p.tail = record_pool::k_nil;
+        for (uint16_t& d : p.dir) {
+            if (d != record_pool::k_nil) {
+                records.give(d);
+                d = record_pool::k_nil;
+                gave = true;
+            }
+        }
+    }
+    if (c.pool_waiting) {
+        c.pool_waiting = false;
+        std::erase(pool_waiters, slot_of(c.id));
+    }
+    if (gave && !pool_waiters.empty()) {
+        wake_pool_waiters();
+    }
+}
+
+void endpoint::impl::wait_for_records(connection& c) noexcept
+{
+    if (!c.pool_waiting) {
+        c.pool_waiting = true;
+        pool_waiters.push_back(slot_of(c.id)); // reserved for every connection slot
+        ++stats.record_pool_waits;
+    }
+}
+
+void endpoint::impl::wake_pool_waiters() noexcept
+{
+    for (const uint32_t idx : pool_waiters) {
+        connection* w = conns[idx].get();
+        if (w != nullptr && w->pool_waiting) {
+            w->pool_waiting = false;
+            mark_ready(*w);
+        }
+    }
+    pool_waiters.clear();
 }
 
 void endpoint::impl::resume_cq_waiters() noexcept

@@ -1,0 +1,127 @@
+// In-flight packet records come from one pool per endpoint (endpoint_config::record_chunks):
+// a pool far too small for the window only slows a connection down, never loses or
+// corrupts data, and teardown gives every chunk back.
+#include <catch2/catch.hpp>
+
+#include "metaroce/config.hpp"
+#include "pair_harness.hpp"
+
+using namespace metaroce;
+using namespace metaroce::test;
+
+namespace {
+
+send_wr write_wr(const buffer& src, const buffer& dst, uint64_t id)
+{
+    send_wr wr;
+    wr.wr_id = id;
+    wr.op = wr_opcode::write;
+    wr.local = {src.va(), uint32_t(src.bytes.size()), src.mr.lkey};
+    wr.remote_va = dst.va();
+    wr.rkey = dst.mr.rkey;
+    return wr;
+}
+
+send_wr read_wr(const buffer& dst, const buffer& src, uint64_t id)
+{
+    send_wr wr;
+    wr.wr_id = id;
+    wr.op = wr_opcode::read;
+    wr.local = {dst.va(), uint32_t(dst.bytes.size()), dst.mr.lkey};
+    wr.remote_va = src.va();
+    wr.rkey = src.mr.rkey;
+    return wr;
+}
+
+// A lossy wire: drops about one packet in `every` (deterministic).
+std::function<bool(captured&)> lossy(uint64_t every)
+{
+    return [x = uint64_t(88172645463325252ull), every](captured&) mutable {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x % every == 0;
+    };
+}
+
+pair_harness small_pools(uint32_t chunks_a, uint32_t chunks_b, uint16_t paths = 16)
+{
+    transport_config t;
+    t.paths = paths;
+    endpoint_config a = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config b = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    a.record_chunks = chunks_a;
+    b.record_chunks = chunks_b;
+    return pair_harness(a, b, 1000);
+}
+
+} // namespace
+
+TEST_CASE("record_chunks is validated with a precise message", "[record_pool]")
+{
+    endpoint_config c;
+    c.record_chunks = 0;
+    CHECK(validate(c).find("record_chunks") != std::string::npos);
+    c.record_chunks = 65536;
+    CHECK(validate(c).find("record_chunks") != std::string::npos);
+    c.record_chunks = 65535;
+    CHECK(validate(c).empty());
+}
+
+TEST_CASE("an exhausted record pool holds paths back like a full window", "[record_pool]")
+{
+    // 2 chunks for 16 paths: most paths find no record to send into.
+    pair_harness h = small_pools(2, 2);
+    h.filter = lossy(20);
+    const conn_id c = h.connect();
+    buffer src(h.a(), 1 << 20, k_all_access, 5);
+    buffer dst(h.b(), 1 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(dst.bytes == src.bytes);
+    CHECK(h.a().stats().record_pool_waits > 0);
+    CHECK(h.a().stats().retransmits > 0);
+}
+
+TEST_CASE("READ responses draw records from the responder's pool", "[record_pool]")
+{
+    pair_harness h = small_pools(4096, 1);
+    h.filter = lossy(25);
+    const conn_id c = h.connect();
+    buffer dst(h.a(), 512 * 1024, k_all_access);
+    buffer src(h.b(), 512 * 1024, k_all_access, 3);
+    REQUIRE(h.a().post_send(c, read_wr(dst, src, 7), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(dst.bytes == src.bytes);
+    CHECK(h.b().stats().record_pool_waits > 0);
+}
+
+TEST_CASE("closing connections mid-transfer gives every chunk back", "[record_pool]")
+{
+    // 3 chunks shared by 16 paths: a single chunk lost by a teardown would stall a
+    // later connection for good.
+    pair_harness h = small_pools(3, 3);
+    h.filter = lossy(15);
+    for (int round = 0; round < 4; ++round) {
+        const conn_id c = h.connect();
+        buffer src(h.a(), 256 * 1024, k_all_access, uint8_t(round + 1));
+        buffer dst(h.b(), 256 * 1024, k_all_access);
+        // The first goes out and is closed while in flight; the second must complete.
+        REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+        for (int i = 0; i < 40; ++i) {
+            h.step();
+        }
+        h.a().close(c, h.now());
+        REQUIRE(h.run_until([&] { return !h.a().inspect(c); }));
+        const conn_id c2 = h.connect();
+        h.cq[0].clear();
+        REQUIRE(h.a().post_send(c2, write_wr(src, dst, 2), h.now()) == post_result::ok);
+        REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+        CHECK(h.cq[0][0].status == wc_status::success);
+        CHECK(dst.bytes == src.bytes);
+        h.a().close(c2, h.now());
+        REQUIRE(h.run_until([&] { return !h.a().inspect(c2); }));
+    }
+}
