@@ -475,6 +475,31 @@ std::vector<conn_id> endpoint::connections() const
     return ids;
 }
 
+namespace {
+
+// What a connection holds right now: its own structures and the pool chunks of its
+// packets in flight (an idle path holds none).
+size_t state_bytes(const connection& c) noexcept
+{
+    size_t chunks = 0;
+    for (const path_tx& p : c.ptx) {
+        chunks += size_t(std::count_if(std::begin(p.dir), std::end(p.dir),
+                                       [](uint16_t d) { return d != record_pool::k_nil; }));
+    }
+    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record);
+    bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
+    bytes += c.sq.size() * sizeof(send_slot) + c.rslots.size() * sizeof(recv_slot);
+    bytes += c.jobs.size() * sizeof(read_job);
+    bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
+    bytes += c.naks.capacity() * sizeof(nak_entry);
+    for (const stream_state& s : c.streams) {
+        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
+    }
+    return bytes;
+}
+
+} // namespace
+
 std::optional<conn_info> endpoint::inspect(conn_id id) const
 {
     const connection* c = impl_->find(id);
@@ -497,15 +522,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    size_t bytes = sizeof(connection);
-    bytes += c->ptx.size() * (sizeof(path_tx) + k_path_window * (sizeof(pkt_record) + sizeof(uint32_t)));
-    bytes += c->prx.size() * sizeof(path_rx);
-    bytes += c->sq.size() * sizeof(send_slot) + c->rslots.size() * sizeof(recv_slot);
-    bytes += c->jobs.size() * sizeof(read_job);
-    for (const stream_state& s : c->streams) {
-        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
-    }
-    ci.state_bytes = bytes;
+    ci.state_bytes = state_bytes(*c);
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;

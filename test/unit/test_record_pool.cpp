@@ -125,3 +125,30 @@ TEST_CASE("closing connections mid-transfer gives every chunk back", "[record_po
         REQUIRE(h.run_until([&] { return !h.a().inspect(c2); }));
     }
 }
+
+TEST_CASE("state_bytes counts the records in flight, not paths x 256", "[record_pool][state]")
+{
+    transport_config t;
+    t.paths = 64;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    const size_t idle = h.a().inspect(c)->state_bytes;
+    // Before the pool, each of the 64 paths kept 256 records of 24 B and a 256-entry
+    // resend ring of 4 B whatever it carried: 448 KiB for the paths alone.
+    CHECK(idle < 64 * 256 * 28 / 4);
+    buffer src(h.a(), 4 << 20, k_all_access, 9);
+    buffer dst(h.b(), 4 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+    size_t peak = idle;
+    REQUIRE(h.run_until([&] {
+        peak = std::max(peak, h.a().inspect(c)->state_bytes);
+        return !h.cq[0].empty();
+    }));
+    CHECK(dst.bytes == src.bytes);
+    INFO("idle " << idle << " peak " << peak);
+    // In flight: at least one chunk of 16 records (24 B each) per busy path.
+    CHECK(peak >= idle + 16 * 16 * 24);
+    // Let the last ACKs in, then the chunks are all back.
+    h.run_until([] { return false; }, 1'000'000);
+    CHECK(h.a().inspect(c)->state_bytes == idle);
+}
