@@ -200,10 +200,10 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             p.rttvar_ns = sample / 2;
         } else {
             const uint64_t err = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
-            p.rttvar_ns = (3 * p.rttvar_ns + err) / 4;
-            p.srtt_ns = (7 * p.srtt_ns + sample) / 8;
+            p.rttvar_ns = uint32_t((3 * uint64_t(p.rttvar_ns) + err) / 4); // 64-bit sums: no overflow
+            p.srtt_ns = uint32_t((7 * uint64_t(p.srtt_ns) + sample) / 8);
         }
-        p.rto_ns = std::clamp<uint64_t>(p.srtt_ns + 4 * p.rttvar_ns, t.min_rto_ns, t.max_rto_ns);
+        p.rto_ns = std::clamp<uint64_t>(uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the

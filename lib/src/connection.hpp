@@ -25,33 +25,34 @@ inline constexpr int32_t k_nil = -1;
 inline constexpr uint32_t k_dir_slots = k_path_window / k_chunk_records + 1;
 inline constexpr uint32_t k_chunk_no_mask = 0xffffffffu >> k_chunk_shift; // chunk numbers wrap with PSNs
 
+// Ordered by size (no padding): 208 bytes, the records of packets in flight aside.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
     uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
     uint32_t xmit_counter = 0;
     uint32_t highest_sacked_xmit = 0;
-    uint64_t srtt_ns = 0;
-    uint64_t min_rtt_ns = 0;
-    uint64_t rttvar_ns = 0;
+    uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
+    // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
+    // smoothed values lie between samples, so 32 bits hold them exactly.
+    uint32_t srtt_ns = 0;
+    uint32_t min_rtt_ns = 0;
+    uint32_t rttvar_ns = 0;
+    uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
+    uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
+    uint32_t epoch = 0;               // bumps on every reroute
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
     uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()
-    uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
-    uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint64_t silent_since = 0;        // time of the first stall of the current streak
-    uint32_t epoch = 0;               // bumps on every reroute
-    uint16_t udp_sport = 0;
-    uint8_t plane = 0;
-    uint8_t home_plane = 0;           // where the path lives while that plane is usable
-    path_state state = path_state::good;
     uint64_t congested_until = 0;
-    bool probe_pending = false;       // a PROBE for this path is waiting to go out
-    bool in_retx_list = false;
-    uint8_t dir_head = 0;             // directory slot of una's chunk
-    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
-    uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     path_cc_state cc;
+    uint64_t tx_packets = 0;
+    uint64_t retransmits = 0;
+    uint64_t acked_ce = 0;
+    uint64_t acked_rx = 0;
+    uint16_t udp_sport = 0;
+    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
     // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
     // none). A chunk is taken when next_psn enters it, returned when una leaves it or
     // nothing is outstanding.
@@ -61,10 +62,12 @@ struct path_tx {
         record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
         record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
         record_pool::k_nil};
-    uint64_t tx_packets = 0;
-    uint64_t retransmits = 0;
-    uint64_t acked_ce = 0;
-    uint64_t acked_rx = 0;
+    uint8_t plane = 0;
+    uint8_t home_plane = 0;           // where the path lives while that plane is usable
+    path_state state = path_state::good;
+    bool probe_pending = false;       // a PROBE for this path is waiting to go out
+    bool in_retx_list = false;
+    uint8_t dir_head = 0;             // directory slot of una's chunk
 
     // The directory slot of psn, which must lie in [una, una + k_path_window].
     uint32_t dir_slot(uint32_t psn) const noexcept
