@@ -156,12 +156,11 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             credit(c, r);
         }
     };
-    for (uint32_t psn = p.una; psn != cum; ++psn) {
-        pkt_record& r = p.at(psn);
+    for_records(c, p, p.una, cum, [&](uint32_t, pkt_record& r) {
         settle(r);
         r.state = rec_state::free;
-    }
-    p.una = cum;
+    });
+    advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
     uint32_t highest = p.highest_sacked_xmit;
     for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
@@ -172,7 +171,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (((a.sack[i / 8] >> (i % 8)) & 1u) == 0) {
             continue;
         }
-        pkt_record& r = p.at(cum + i);
+        pkt_record& r = c.rec(p, cum + i);
         if (outstanding(r.state)) {
             highest = seq_gt(r.xmit_no, highest) ? r.xmit_no : highest;
             settle(r);
@@ -182,12 +181,11 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     // A path delivers in order, so anything sent before a packet that arrived is lost.
     if (seq_gt(highest, p.highest_sacked_xmit)) {
         p.highest_sacked_xmit = highest;
-        for (uint32_t psn = cum; psn != p.next_psn; ++psn) {
-            pkt_record& r = p.at(psn);
+        for_records(c, p, cum, p.next_psn, [&](uint32_t psn, pkt_record& r) {
             if (r.state == rec_state::in_flight && seq_lt(r.xmit_no, highest)) {
                 queue_retx(c, pk.path, psn);
             }
-        }
+        });
     }
     // RTT from the echoed timestamp (RFC 6298 smoothing).
     const uint32_t sample = uint32_t(now) - a.ts_echo.host();
@@ -202,10 +200,10 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             p.rttvar_ns = sample / 2;
         } else {
             const uint64_t err = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
-            p.rttvar_ns = (3 * p.rttvar_ns + err) / 4;
-            p.srtt_ns = (7 * p.srtt_ns + sample) / 8;
+            p.rttvar_ns = uint32_t((3 * uint64_t(p.rttvar_ns) + err) / 4); // 64-bit sums: no overflow
+            p.srtt_ns = uint32_t((7 * uint64_t(p.srtt_ns) + sample) / 8);
         }
-        p.rto_ns = std::clamp<uint64_t>(p.srtt_ns + 4 * p.rttvar_ns, t.min_rto_ns, t.max_rto_ns);
+        p.rto_ns = std::clamp<uint64_t>(uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -278,7 +276,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         ++stats.rx_stale_ack;
         return;
     }
-    pkt_record& r = p.at(psn);
+    pkt_record& r = c.rec(p, psn);
     if (!outstanding(r.state) || r.msn != n.msn.host()) {
         ++stats.rx_stale_ack;
         return;
@@ -328,7 +326,7 @@ void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
         for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
-            if (p.at(psn).state == rec_state::rnr_hold) {
+            if (c.rec(p, psn).state == rec_state::rnr_hold) {
                 queue_retx(c, i, psn);
             }
         }
@@ -348,7 +346,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
             // later packet can reveal a gap, so resend its newest one well before the RTO.
             p.tlp_deadline = k_no_deadline;
             for (uint32_t psn = p.next_psn; psn != p.una; --psn) {
-                if (p.at(psn - 1).state == rec_state::in_flight) {
+                if (c.rec(p, psn - 1).state == rec_state::in_flight) {
                     queue_retx(c, i, psn - 1);
                     ++stats.tail_probes;
                     // The probe's answer needs a round trip: the RTO must not fire first
@@ -375,7 +373,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         }
         bool on_wire = false;
         for (uint32_t psn = p.una; psn != p.next_psn && !on_wire; ++psn) {
-            on_wire = p.at(psn).state == rec_state::in_flight;
+            on_wire = c.rec(p, psn).state == rec_state::in_flight;
         }
         if (!on_wire) {
             // Nothing to time out: what is outstanding is held for RNR (or already

@@ -33,6 +33,8 @@ std::string validate(const endpoint_config& c)
     const transport_config& t = c.transport;
     k.require(c.max_connections >= 1, "max_connections", "must be at least 1", c.max_connections);
     k.require(c.cq_depth >= 1, "cq_depth", "must be at least 1", c.cq_depth);
+    k.require(c.record_chunks >= 1 && c.record_chunks <= 65535, "record_chunks",
+              "must be 1..65535 (chunks of 16 in-flight packet records, 16-bit indexes)", c.record_chunks);
     k.require(c.max_mrs >= 1, "max_mrs", "must be at least 1", c.max_mrs);
     k.require(c.hint_utilization > 0 && c.hint_utilization <= 1, "hint_utilization",
               "must be in (0, 1]", c.hint_utilization);

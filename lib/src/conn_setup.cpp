@@ -104,6 +104,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->streams.resize(c->streams_n);
     c->jobs.resize(std::max<uint16_t>(t.max_reads, 1));
     c->naks = fixed_ring<nak_entry>(64);
+    c->recs = records.base();
     cc.init(c->cc);
     connection* raw = c.get();
     conns[idx] = std::move(c);
@@ -124,8 +125,6 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         p.plane = pick_plane(c, p.home_plane, false);
         p.udp_sport = path_entropy(c, i, 0);
         p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
-        p.retx = fixed_ring<uint32_t>(k_path_window);
-        p.rec.assign(k_path_window, pkt_record{});
         cc.init(p.cc);
         path_rx& r = c.prx[i];
         r.win.reset(peer_isn);
@@ -485,10 +484,10 @@ void endpoint::impl::flush(connection& c) noexcept
     for (path_tx& p : c.ptx) {
         p.rto_deadline = k_no_deadline;
         p.tlp_deadline = k_no_deadline;
-        p.retx.clear();
         p.in_retx_list = false;
     }
     c.retx_paths.clear();
+    release_records(c); // nothing reads them after a flush: no ACK or timer touches the paths
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
 }
@@ -542,6 +541,7 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
 void endpoint::impl::free_conn(connection& c) noexcept
 {
     const uint32_t idx = slot_of(c.id);
+    release_records(c);
     if (c.peer_conn != k_no_conn) {
         const auto it = by_peer.find(peer_key(c.peer_addr, c.peer_conn));
         if (it != by_peer.end() && it->second == c.id) {

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "fixed_ring.hpp"
+#include "record_pool.hpp"
 #include "metaroce/congestion.hpp"
 #include "metaroce/endpoint.hpp"
 #include "metaroce/sack_window.hpp"
+#include "metaroce/seq.hpp"
 #include "metaroce/wire/codec.hpp"
 
 namespace metaroce::detail {
@@ -18,55 +20,63 @@ namespace metaroce::detail {
 inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
 
-enum class rec_kind : uint8_t { request, read_resp };
-enum class rec_state : uint8_t { free, in_flight, sacked, lost, rnr_hold };
+// A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
+// on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
+inline constexpr uint32_t k_dir_slots = k_path_window / k_chunk_records + 1;
+inline constexpr uint32_t k_chunk_no_mask = 0xffffffffu >> k_chunk_shift; // chunk numbers wrap with PSNs
 
-// Sender: one PSN on a path, enough to rebuild the packet from the message.
-struct pkt_record {
-    uint32_t msn = 0;
-    uint32_t offset = 0;
-    uint32_t sent_ts = 0;
-    uint32_t xmit_no = 0;   // path transmit counter at the last (re)transmission
-    uint16_t len = 0;
-    uint16_t slot = 0;      // send slot or read job index
-    rec_kind kind = rec_kind::request;
-    rec_state state = rec_state::free;
-    uint8_t retx = 0;
-};
-
+// Ordered by size (no padding): 208 bytes, the records of packets in flight aside.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
     uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
     uint32_t xmit_counter = 0;
     uint32_t highest_sacked_xmit = 0;
-    uint64_t srtt_ns = 0;
-    uint64_t min_rtt_ns = 0;
-    uint64_t rttvar_ns = 0;
+    uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
+    // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
+    // smoothed values lie between samples, so 32 bits hold them exactly.
+    uint32_t srtt_ns = 0;
+    uint32_t min_rtt_ns = 0;
+    uint32_t rttvar_ns = 0;
+    uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
+    uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
+    uint32_t epoch = 0;               // bumps on every reroute
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
     uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()
-    uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
-    uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint64_t silent_since = 0;        // time of the first stall of the current streak
-    uint32_t epoch = 0;               // bumps on every reroute
-    uint16_t udp_sport = 0;
-    uint8_t plane = 0;
-    uint8_t home_plane = 0;           // where the path lives while that plane is usable
-    path_state state = path_state::good;
     uint64_t congested_until = 0;
-    bool probe_pending = false;       // a PROBE for this path is waiting to go out
-    bool in_retx_list = false;
     path_cc_state cc;
-    fixed_ring<uint32_t> retx;        // PSNs to resend
-    std::vector<pkt_record> rec;      // indexed by psn % k_path_window
     uint64_t tx_packets = 0;
     uint64_t retransmits = 0;
     uint64_t acked_ce = 0;
     uint64_t acked_rx = 0;
+    uint16_t udp_sport = 0;
+    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
+    // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
+    // none). A chunk is taken when next_psn enters it, returned when una leaves it or
+    // nothing is outstanding.
+    uint16_t dir[k_dir_slots] = {
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil};
+    uint8_t plane = 0;
+    uint8_t home_plane = 0;           // where the path lives while that plane is usable
+    path_state state = path_state::good;
+    bool probe_pending = false;       // a PROBE for this path is waiting to go out
+    bool in_retx_list = false;
+    uint8_t dir_head = 0;             // directory slot of una's chunk
 
-    pkt_record& at(uint32_t psn) noexcept { return rec[psn % k_path_window]; }
+    // The directory slot of psn, which must lie in [una, una + k_path_window].
+    uint32_t dir_slot(uint32_t psn) const noexcept
+    {
+        const uint32_t s = dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
+        return s >= k_dir_slots ? s - k_dir_slots : s;
+    }
 };
+static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");
 
 // Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
 // plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
@@ -272,6 +282,7 @@ struct connection {
     uint8_t planes = 1;
 
     std::vector<path_tx> ptx;
+    pkt_record* recs = nullptr;       // the endpoint's record pool (chunk i at i * 16)
     std::vector<path_rx> prx;
     conn_cc_state cc;
     uint64_t min_rtt_ns = 0;          // smallest RTT sample of any path
@@ -328,6 +339,7 @@ struct connection {
     wc_status bad_recv_status = wc_status::wr_flush_err;
 
     bool in_ready = false;
+    bool pool_waiting = false;        // no chunk for a path's next PSN: woken when one is returned
     bool cq_blocked = false;
     uint64_t timer_deadline = k_no_deadline;
     // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;
@@ -336,6 +348,17 @@ struct connection {
 
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
+
+    // The record of psn on path p, sent and not yet below p.una.
+    pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
+    {
+        return recs[size_t(p.dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
+    }
+    // The record of p.next_psn, whose chunk claim_next took.
+    pkt_record& next_rec(const path_tx& p) noexcept
+    {
+        return recs[size_t(p.tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
+    }
 };
 
 // The RTT a path assumes before its first sample: the handshake's if longer than the
@@ -385,24 +408,43 @@ inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 
+// Lost records are found again by scanning from retx_from (produce_retx), so a path
+// keeps no queue of PSNs: only the lowest one queued since its last scan.
 inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
 {
     path_tx& p = c.ptx[path];
-    p.at(psn).state = rec_state::lost;
-    p.retx.push(psn);
+    c.rec(p, psn).state = rec_state::lost;
     if (!p.in_retx_list) {
+        p.retx_from = psn;
         p.in_retx_list = c.retx_paths.push(uint16_t(path));
+    } else if (seq_lt(psn, p.retx_from)) {
+        p.retx_from = psn;
+    }
+}
+
+// Calls f(psn, record) for every PSN of path p in [from, to) (sent, not below una),
+// a chunk at a time: one directory look-up per 16 records.
+template <typename F>
+inline void for_records(connection& c, const path_tx& p, uint32_t from, uint32_t to, F&& f) noexcept
+{
+    while (from != to) {
+        pkt_record* r = &c.rec(p, from);
+        const uint32_t n = std::min(k_chunk_records - (from & (k_chunk_records - 1)), to - from);
+        for (uint32_t i = 0; i < n; ++i) {
+            f(from + i, r[i]);
+        }
+        from += n;
     }
 }
 
 inline void requeue_in_flight(connection& c, uint32_t path) noexcept
 {
     path_tx& p = c.ptx[path];
-    for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {
-        if (p.at(psn).state == rec_state::in_flight) {
+    for_records(c, p, p.una, p.next_psn, [&](uint32_t psn, pkt_record& r) {
+        if (r.state == rec_state::in_flight) {
             queue_retx(c, path, psn);
         }
-    }
+    });
 }
 
 } // namespace metaroce::detail

@@ -53,6 +53,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, keepalives, "probes of a quiet peer"),
     METAROCE_COUNTER(counters, conns_expired, "connections failed by silence while idle"),
     METAROCE_COUNTER(counters, conns_reaped, "failed connections freed after the linger time"),
+    METAROCE_COUNTER(counters, record_pool_waits, "times a connection waited for a free in-flight record chunk"),
     counter_field{"rx_malformed", k_malformed_first, "packets that failed to parse, by reason",
                   size_t(wire::parse_error::count_) - 1, &malformed_name},
 };

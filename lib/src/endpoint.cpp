@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), cc(c.transport.cc),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -35,6 +35,7 @@ endpoint::impl::impl(const endpoint_config& c)
         free_slots.push_back(i - 1);
     }
     timers.reserve(conns.size() * 4);
+    pool_waiters.reserve(conns.size());
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
@@ -71,6 +72,70 @@ void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcep
     e.peer = c.peer_addr;
     e.incoming = c.incoming;
     events.push(e); // bounded; lifecycle events are rare
+}
+
+// The first `passed` chunks of p's directory (at most 16: una moved at most a window).
+void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) noexcept
+{
+    bool gave = false;
+    uint32_t h = p.dir_head;
+    for (uint32_t i = 0; i < passed && i < k_dir_slots; ++i) {
+        uint16_t& d = p.dir[h];
+        if (d != record_pool::k_nil) {
+            records.give(d);
+            d = record_pool::k_nil;
+            gave = true;
+        }
+        h = h + 1 == k_dir_slots ? 0 : h + 1;
+    }
+    p.dir_head = uint8_t(passed < k_dir_slots ? h : (p.dir_head + passed) % k_dir_slots);
+    if (gave && !pool_waiters.empty()) {
+        wake_pool_waiters();
+    }
+    (void)c;
+}
+
+void endpoint::impl::release_records(connection& c) noexcept
+{
+    bool gave = false;
+    for (path_tx& p : c.ptx) {
+        p.tail = record_pool::k_nil;
+        for (uint16_t& d : p.dir) {
+            if (d != record_pool::k_nil) {
+                records.give(d);
+                d = record_pool::k_nil;
+                gave = true;
+            }
+        }
+    }
+    if (c.pool_waiting) {
+        c.pool_waiting = false;
+        std::erase(pool_waiters, slot_of(c.id));
+    }
+    if (gave && !pool_waiters.empty()) {
+        wake_pool_waiters();
+    }
+}
+
+void endpoint::impl::wait_for_records(connection& c) noexcept
+{
+    if (!c.pool_waiting) {
+        c.pool_waiting = true;
+        pool_waiters.push_back(slot_of(c.id)); // reserved for every connection slot
+        ++stats.record_pool_waits;
+    }
+}
+
+void endpoint::impl::wake_pool_waiters() noexcept
+{
+    for (const uint32_t idx : pool_waiters) {
+        connection* w = conns[idx].get();
+        if (w != nullptr && w->pool_waiting) {
+            w->pool_waiting = false;
+            mark_ready(*w);
+        }
+    }
+    pool_waiters.clear();
 }
 
 void endpoint::impl::resume_cq_waiters() noexcept
@@ -410,6 +475,31 @@ std::vector<conn_id> endpoint::connections() const
     return ids;
 }
 
+namespace {
+
+// What a connection holds right now: its own structures and the pool chunks of its
+// packets in flight (an idle path holds none).
+size_t state_bytes(const connection& c) noexcept
+{
+    size_t chunks = 0;
+    for (const path_tx& p : c.ptx) {
+        chunks += size_t(std::count_if(std::begin(p.dir), std::end(p.dir),
+                                       [](uint16_t d) { return d != record_pool::k_nil; }));
+    }
+    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record);
+    bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
+    bytes += c.sq.size() * sizeof(send_slot) + c.rslots.size() * sizeof(recv_slot);
+    bytes += c.jobs.size() * sizeof(read_job);
+    bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
+    bytes += c.naks.capacity() * sizeof(nak_entry);
+    for (const stream_state& s : c.streams) {
+        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
+    }
+    return bytes;
+}
+
+} // namespace
+
 std::optional<conn_info> endpoint::inspect(conn_id id) const
 {
     const connection* c = impl_->find(id);
@@ -432,15 +522,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    size_t bytes = sizeof(connection);
-    bytes += c->ptx.size() * (sizeof(path_tx) + k_path_window * (sizeof(pkt_record) + sizeof(uint32_t)));
-    bytes += c->prx.size() * sizeof(path_rx);
-    bytes += c->sq.size() * sizeof(send_slot) + c->rslots.size() * sizeof(recv_slot);
-    bytes += c->jobs.size() * sizeof(read_job);
-    for (const stream_state& s : c->streams) {
-        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
-    }
-    ci.state_bytes = bytes;
+    ci.state_bytes = state_bytes(*c);
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;

@@ -17,6 +17,7 @@
 #include "metaroce/congestion.hpp"
 #include "metaroce/endpoint.hpp"
 #include "metaroce/rate_allocator.hpp"
+#include "record_pool.hpp"
 #include "sge_pool.hpp"
 
 namespace metaroce {
@@ -59,6 +60,8 @@ struct endpoint::impl {
     endpoint_config cfg;
     mr_table mrs;
     detail::sge_pool sges;
+    detail::record_pool records;                    // in-flight packet records, all connections
+    std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
     ecn_aimd cc;
     counters stats;
     rate_allocator rates;
@@ -95,6 +98,14 @@ struct endpoint::impl {
     bool liveness_timer(connection& c, uint64_t now) noexcept;
     void heard_from_peer(connection& c, uint64_t now) noexcept;
     void resume_cq_waiters() noexcept;
+    // Record chunks (endpoint.cpp): see record_pool.hpp and path_tx::dir.
+    bool has_record_room(const detail::path_tx& p) const noexcept;
+    detail::pkt_record& claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept;
+    void advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept;
+    void return_chunks(connection& c, detail::path_tx& p, uint32_t passed) noexcept;
+    void release_records(connection& c) noexcept;
+    void wait_for_records(connection& c) noexcept;
+    void wake_pool_waiters() noexcept;
     void fill_frame_route(const connection& c, uint8_t plane, uint16_t sport, tx_frame& f) const noexcept;
     wire::bth_fields bth_for(const connection& c, wire::opcode op, uint8_t path, uint8_t plane,
                              uint64_t now) const noexcept;
@@ -203,6 +214,43 @@ inline void endpoint::impl::mark_ready(connection& c) noexcept
 {
     if (!c.in_ready) {
         c.in_ready = ready.push(detail::slot_of(c.id));
+    }
+}
+
+// True when path p may send its next PSN: its chunk is held or one can be taken.
+inline bool endpoint::impl::has_record_room(const detail::path_tx& p) const noexcept
+{
+    return !records.empty() || p.tail != detail::record_pool::k_nil;
+}
+
+// The record of p.next_psn, its chunk taken now if not held yet (fresh).
+// has_record_room() said there is one.
+inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept
+{
+    fresh = p.tail == detail::record_pool::k_nil;
+    if (fresh) {
+        p.tail = records.take();
+        p.dir[p.dir_slot(p.next_psn)] = p.tail;
+    }
+    return c.next_rec(p);
+}
+
+// Moves p.una to `to` (acknowledged, at most a window on): chunks una left, and una's
+// own once nothing is outstanding, go back to the pool.
+inline void endpoint::impl::advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept
+{
+    const uint32_t passed = ((to >> detail::k_chunk_shift) - (p.una >> detail::k_chunk_shift)) & detail::k_chunk_no_mask;
+    p.una = to;
+    if (passed != 0) {
+        return_chunks(c, p, passed); // once per 16 packets
+    }
+    uint16_t& d = p.dir[p.dir_head];
+    if (to == p.next_psn && d != detail::record_pool::k_nil) {
+        records.give(d); // an idle path holds nothing
+        d = p.tail = detail::record_pool::k_nil;
+        if (!pool_waiters.empty()) {
+            wake_pool_waiters();
+        }
     }
 }
 

@@ -117,6 +117,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         return -1;
     }
     int fallback = -1;
+    bool starved = false;
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
         path_tx& p = c.ptx[i];
@@ -125,6 +126,10 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         }
         if (p.state == path_state::failed || double(p.inflight) >= std::max(1.0, p.cc.cwnd) ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
+            continue;
+        }
+        if (!has_record_room(p)) {
+            starved = true; // the record pool is empty: like a full window
             continue;
         }
         if (p.state == path_state::suspect) {
@@ -138,6 +143,8 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     }
     if (fallback >= 0) {
         c.rr_path = uint32_t(fallback) + 1;
+    } else if (starved) {
+        wait_for_records(c);
     }
     return fallback;
 }
@@ -146,7 +153,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
                                        tx_frame& f, bool retx) noexcept
 {
     path_tx& p = c.ptx[path];
-    pkt_record& r = p.at(psn);
+    pkt_record& r = retx ? c.rec(p, psn) : c.next_rec(p);
     wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), p.plane, now);
     b.psn = psn;
     wire::msg_fields m;
@@ -273,12 +280,12 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         if (p.state == path_state::failed) {
             return false; // only failed paths have something to resend
         }
-        while (!p.retx.empty()) {
-            const uint32_t psn = p.retx.front();
-            p.retx.pop();
-            pkt_record& r = p.at(psn);
-            // Skip entries that were acknowledged after being queued.
-            if (r.state != rec_state::lost || seq_lt(psn, p.una)) {
+        // Lost records in PSN order from the lowest one queued. Each scan step moves
+        // retx_from forward; only queue_retx moves it back (amortised O(1) per packet).
+        uint32_t psn = seq_lt(p.retx_from, p.una) ? p.una : p.retx_from;
+        for (; psn != p.next_psn; ++psn) {
+            pkt_record& r = c.rec(p, psn);
+            if (r.state != rec_state::lost) {
                 continue;
             }
             if (!build_from_record(c, path, psn, now, f, true)) {
@@ -288,10 +295,14 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
             ++r.retx;
             ++p.retransmits;
             ++stats.retransmits;
-            if (p.retx.empty()) {
-                c.retx_paths.pop();
-                p.in_retx_list = false;
+            // Leave the list once nothing more is lost, as an emptied queue did.
+            for (p.retx_from = psn + 1; p.retx_from != p.next_psn; ++p.retx_from) {
+                if (c.rec(p, p.retx_from).state == rec_state::lost) {
+                    return true;
+                }
             }
+            c.retx_paths.pop();
+            p.in_retx_list = false;
             return true;
         }
         c.retx_paths.pop();
@@ -307,7 +318,8 @@ inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind
 {
     path_tx& p = c.ptx[path];
     const uint32_t psn = p.next_psn;
-    pkt_record& r = p.at(psn);
+    bool fresh = false;
+    pkt_record& r = claim_next(c, p, fresh);
     r = pkt_record{};
     r.kind = kind;
     r.slot = slot;
@@ -315,10 +327,16 @@ inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind
     r.offset = offset;
     r.len = len;
     if (!build_from_record(c, path, psn, now, f, false)) {
+        if (fresh) {
+            records.give(p.tail); // a path holds no chunk before it sends into it
+            p.dir[p.dir_slot(psn)] = p.tail = record_pool::k_nil;
+        }
         return false;
     }
     r.state = rec_state::in_flight;
-    ++p.next_psn;
+    if ((++p.next_psn & (k_chunk_records - 1)) == 0) {
+        p.tail = record_pool::k_nil; // the next PSN starts a chunk
+    }
     ++p.inflight;
     ++c.inflight;
     return true;

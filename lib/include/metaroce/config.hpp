@@ -81,6 +81,13 @@ struct endpoint_config {
     // Scatter/gather entries of outstanding work requests with more than one piece,
     // shared by all connections (single-piece requests use none).
     uint32_t sge_entries = 16384;
+    // Records of packets in flight (sent, not yet acknowledged), shared by all connections
+    // in chunks of 16 PSNs of one path: a busy path holds in-flight / 16 + 1 or 2 chunks,
+    // an idle one none. 4096 chunks (1.5 MiB, touched only as used) are 1024 connections
+    // with 64 packets each in flight, or 64 connections with 16 busy paths at 32 each.
+    // A path finds no chunk only when all are taken: it then waits like a full window
+    // (counter record_pool_waits). At most 65535.
+    uint32_t record_chunks = 4096;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.

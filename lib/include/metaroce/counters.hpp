@@ -55,6 +55,7 @@ struct counters {
     uint64_t keepalives = 0;           // probes of a quiet peer (spec 7.8)
     uint64_t conns_expired = 0;        // connections failed by silence while idle
     uint64_t conns_reaped = 0;         // failed connections freed after the linger time
+    uint64_t record_pool_waits = 0;    // a connection found no free record chunk (record_chunks)
     // Indexed by parse_error; [none] stays 0.
     std::array<uint64_t, size_t(wire::parse_error::count_)> rx_malformed{};
 
