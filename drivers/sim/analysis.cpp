@@ -39,6 +39,17 @@ uint64_t at(const std::vector<uint64_t>& v, size_t i) { return i < v.size() ? v[
 
 double gbps(uint64_t bytes, uint64_t ns) { return ns == 0 ? 0 : double(bytes) * 8 / double(ns); }
 
+// First bin in which `src` placed anything, or 0.
+size_t first_bin(const std::vector<uint64_t>& v)
+{
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != 0) {
+            return i;
+        }
+    }
+    return 0;
+}
+
 // Last bin in which `src` placed anything, or 0.
 size_t last_bin(const std::vector<uint64_t>& v)
 {
@@ -121,9 +132,17 @@ void jain_and_convergence(const scenario& s, const goodput_meter& m, sim_result&
         t0 = t;
     }
     if (t0) {
-        // sim_time is in picoseconds, like the bins.
-        const double start_ps = double(*t0 * m.bin()) - double(r.work.first_post);
-        r.convergence_rtts = std::max(0.0, start_ps) / (r.base_rtt_us * 1e6);
+        // sim_time is in picoseconds, like the bins. Counted from the first post, and
+        // from the moment the last sender started sending: its first bytes' arrival less
+        // the one-way base delay (connection set-up is not the incast's to resolve).
+        const double rtt_ps = r.base_rtt_us * 1e6;
+        const double end_ps = double(*t0 * m.bin());
+        double last_start_ps = double(r.work.first_post);
+        for (uint32_t src : sources) {
+            last_start_ps = std::max(last_start_ps, double(first_bin(m.source(src)) * m.bin()) - rtt_ps / 2);
+        }
+        r.convergence_from_post_rtts = std::max(0.0, end_ps - double(r.work.first_post)) / rtt_ps;
+        r.convergence_rtts = std::max(0.0, end_ps - last_start_ps) / rtt_ps;
     }
 }
 

@@ -63,6 +63,7 @@ void add_metrics(nlohmann::ordered_json& j, const sim_result& r)
     j["jain_index"] = opt(r.jain_index);
     j["jain_basis"] = "per-sender goodput while every sender is active";
     j["convergence_rtts"] = opt(r.convergence_rtts);
+    j["convergence_from_post_rtts"] = opt(r.convergence_from_post_rtts);
     j["convergence_window_rtts"] = round3(r.convergence_window_rtts);
     j["max_queue_bytes"] = {{"peak_switch", r.queue.peak_switch_bytes},
                             {"peak_last_hop", r.queue.peak_last_hop_bytes},

@@ -101,7 +101,8 @@ struct sim_result {
     double base_rtt_us = 0;
     double completion_time_us = 0;     // last completion - first post
     std::optional<double> jain_index;  // per-sender goodput while every sender is active
-    std::optional<double> convergence_rtts;
+    std::optional<double> convergence_rtts;           // from the last sender's start
+    std::optional<double> convergence_from_post_rtts; // from the first post (set-up included)
     double convergence_window_rtts = 0;
     queue_summary queue;
     std::optional<victim_summary> victim;

@@ -120,7 +120,9 @@ class Incast:
                  "Hosts 1..N write to host 0 (2 planes, 8 hosts per leaf); a victim flow from host "
                  "H-1 (another leaf) writes to host 1 (the sink's leaf) throughout. Convergence: start "
                  "of the first window after which every window of every sender stays within 10 % of "
-                 "the fair share (the window must hold 20 fair-share packets, shown as 'window'); Jain "
+                 "the fair share (the window must hold 20 fair-share packets, shown as 'window'), in base "
+                 "RTTs after the last sender started sending (connection set-up, two RTTs with the "
+                 "cookie, is not counted; 0: in band from the first window that holds every sender); Jain "
                  "over per-sender goodput while all senders are active; queues in KB (BDP = 100 Gb/s x "
                  "base RTT).", "",
                  "| N | protocol | goodput Gb/s | Jain | converge (RTTs) | window (RTTs) | peak last-hop KB "
