@@ -17,6 +17,8 @@ namespace metaroce::detail {
 
 inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
+// RACK losses a path may take without delivering anything before its RTO is left to run.
+inline constexpr uint32_t k_rack_strikes = 3;
 
 enum class rec_kind : uint8_t { request, read_resp };
 enum class rec_state : uint8_t { free, in_flight, sacked, lost, rnr_hold };
@@ -32,6 +34,14 @@ struct pkt_record {
     rec_kind kind = rec_kind::request;
     rec_state state = rec_state::free;
     uint8_t retx = 0;
+    bool ack_req = false;   // sent asking for an immediate ACK (no delayed-ACK allowance)
+};
+
+// RACK (spec 5.5): one transmission, in the connection's send order.
+struct sent_entry {
+    uint32_t psn = 0;
+    uint32_t xmit_no = 0;             // stale once the record is resent or settled
+    uint16_t path = 0;
 };
 
 struct path_tx {
@@ -56,6 +66,9 @@ struct path_tx {
     path_state state = path_state::good;
     uint64_t congested_until = 0;
     bool probe_pending = false;       // a PROBE for this path is waiting to go out
+    bool tlp_new = false;             // a tail probe asked for the next new packet here
+    bool ack_req_next = false;        // that packet asks for an ACK at once
+    uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
     bool in_retx_list = false;
     path_cc_state cc;
     fixed_ring<uint32_t> retx;        // PSNs to resend
@@ -276,6 +289,15 @@ struct connection {
     uint64_t srtt_ns = 0;             // smoothed over every path's samples
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
+    // RACK (spec 5.5): losses judged by time across all paths of the connection.
+    fixed_ring<sent_entry> sent_order; // transmissions, oldest first
+    fixed_ring<uint16_t> tlp_paths;   // paths whose tail probe waits for a new packet
+    uint32_t rack_sent = 0;           // send time (low 32 bits) of the newest-sent delivered packet
+    uint32_t rack_rtt = 0;            // its round trip
+    bool rack_valid = false;
+    uint32_t reo_steps = 1;           // reorder window in min_rtt/4 steps; spurious resends grow it
+    uint32_t reo_clean = 0;           // RACK losses since the window last changed
+    uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
 
     std::vector<send_slot> sq;        // size = own max_msgs
     uint32_t next_msn = 0;            // next msn to assign
@@ -372,6 +394,12 @@ inline void set_rto(connection& c, path_tx& p, uint64_t deadline) noexcept
 inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
 {
     p.tlp_deadline = deadline;
+    c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
+}
+
+inline void set_rack(connection& c, uint64_t deadline) noexcept
+{
+    c.rack_deadline = deadline;
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 

@@ -179,6 +179,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     for (const path_tx& p : c.ptx) {
         c.path_deadline_lb = std::min({c.path_deadline_lb, p.rto_deadline, p.tlp_deadline});
     }
+    c.path_deadline_lb = std::min(c.path_deadline_lb, c.rack_deadline);
     recompute_timer(c, now);
 }
 

@@ -80,6 +80,7 @@ void endpoint::impl::path_progress(connection& c, path_tx& p, uint64_t now) noex
 {
     p.timeouts = 0;
     p.stalls = 0;
+    p.rack_strikes = 0;
     if (p.state != path_state::congested || now >= p.congested_until) {
         p.state = path_state::good;
     }
