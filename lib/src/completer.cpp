@@ -381,31 +381,35 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     if (!c.rack_valid) {
         return;
     }
-    const uint64_t step = std::max<uint64_t>(c.min_rtt_ns / 4, 1);
-    const uint64_t srtt = c.srtt_ns != 0 ? c.srtt_ns : step;
-    const uint64_t wait = uint64_t(c.rack_rtt) + std::min<uint64_t>(c.reo_steps * step, srtt);
-    while (!c.sent_order.empty()) {
-        const sent_entry e = c.sent_order.front();
+    send_log& log = c.sent_order;
+    const uint32_t mask = uint32_t(log.items.size() - 1);
+    uint64_t wait = 0;
+    uint32_t h = log.head;
+    for (; h != log.tail; ++h) {
+        const sent_entry e = log.items[h & mask];
         path_tx& p = c.ptx[e.path];
         pkt_record& r = p.at(e.psn);
-        if (r.state != rec_state::in_flight || r.xmit_no != e.xmit_no || seq_lt(e.psn, p.una) ||
-            !seq_lt(e.psn, p.next_psn)) {
-            c.sent_order.pop(); // settled, resent since, or held: not this entry's business
-            continue;
+        // Transmit numbers are unique on a path: a match is this very transmission.
+        if (r.xmit_no != e.xmit_no || r.state != rec_state::in_flight) {
+            continue; // settled, resent since, or held: not this entry's business
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
-            return; // nothing delivered left after it; a later ACK looks again
+            break; // nothing delivered left after it; a later ACK looks again
         }
-        // Its ACK may wait at the receiver unless it asked for one at once.
-        // A path with a longer queue than the one that delivered gets its own RTT.
+        if (wait == 0) {
+            const uint64_t step = std::max<uint64_t>(c.min_rtt_ns / 4, 1);
+            const uint64_t srtt = c.srtt_ns != 0 ? c.srtt_ns : step;
+            wait = uint64_t(c.rack_rtt) + std::min<uint64_t>(c.reo_steps * step, srtt);
+        }
+        // A path with a longer queue than the one that delivered gets its own RTT, and
+        // the ACK may wait at the receiver unless the packet asked for one at once.
         const uint64_t due = std::max<uint64_t>(wait, p.srtt_ns + wait - c.rack_rtt) +
                              (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
             set_rack(c, now + (due - age));
-            return;
+            break;
         }
-        c.sent_order.pop();
         queue_retx(c, e.path, e.psn);
         ++stats.rack_losses;
         // Random loss, not a dead route: the resend gets a full RTO to be answered. A path
@@ -420,6 +424,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
         }
     }
+    log.head = h;
 }
 
 // Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data

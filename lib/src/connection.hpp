@@ -44,6 +44,32 @@ struct sent_entry {
     uint16_t path = 0;
 };
 
+// The connection's transmissions in send order (RACK). Power-of-two ring with free-running
+// indexes so a walk pops many entries with one store; when full the oldest is dropped (it
+// loses RACK, not the tail probe or the RTO).
+struct send_log {
+    std::vector<sent_entry> items;
+    uint32_t head = 0;
+    uint32_t tail = 0;
+
+    void reset(size_t capacity)
+    {
+        size_t n = 1;
+        while (n < capacity) {
+            n <<= 1;
+        }
+        items.assign(n, sent_entry{});
+        head = tail = 0;
+    }
+    void push(const sent_entry& e) noexcept
+    {
+        items[tail++ & (items.size() - 1)] = e;
+        if (tail - head > items.size()) {
+            ++head;
+        }
+    }
+};
+
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
@@ -290,7 +316,7 @@ struct connection {
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
     // RACK (spec 5.5): losses judged by time across all paths of the connection.
-    fixed_ring<sent_entry> sent_order; // transmissions, oldest first
+    send_log sent_order;              // transmissions, oldest first
     fixed_ring<uint16_t> tlp_paths;   // paths whose tail probe waits for a new packet
     uint32_t rack_sent = 0;           // send time (low 32 bits) of the newest-sent delivered packet
     uint32_t rack_rtt = 0;            // its round trip

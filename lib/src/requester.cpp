@@ -259,9 +259,6 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
-    if (c.sent_order.full()) {
-        c.sent_order.pop(); // the oldest goes without RACK: the tail probe and RTO still cover it
-    }
     c.sent_order.push(sent_entry{psn, r.xmit_no, uint16_t(path)});
     ++p.tx_packets;
     ++stats.tx_data_packets;
