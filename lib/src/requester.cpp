@@ -208,8 +208,12 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     // Ask for an ACK now when this packet fills the path's or the connection's window:
     // nothing more can go until one comes back, so a delayed ACK would idle the sender.
+    // Also when the connection has fewer packets out than paths and this path none:
+    // round robin puts at most one packet on each, so no later packet of the path can
+    // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
     const bool fills = double(p.inflight) + 1 >= p.cc.cwnd ||
-                       double(c.inflight) + 1 >= effective_cwnd(c.cc);
+                       double(c.inflight) + 1 >= effective_cwnd(c.cc) ||
+                       (p.inflight == 0 && c.inflight + 1 < c.paths);
     r.ack_req = last || fills || retx || p.ack_req_next;
     if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
