@@ -387,10 +387,11 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     uint32_t h = log.head;
     for (; h != log.tail; ++h) {
         const sent_entry e = log.items[h & mask];
-        path_tx& p = c.ptx[e.path];
+        const uint32_t path = e.path();
+        path_tx& p = c.ptx[path];
         pkt_record& r = p.at(e.psn);
         // Transmit numbers are unique on a path: a match is this very transmission.
-        if (r.xmit_no != e.xmit_no || r.state != rec_state::in_flight) {
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight) {
             continue; // settled, resent since, or held: not this entry's business
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
@@ -410,7 +411,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             set_rack(c, now + (due - age));
             break;
         }
-        queue_retx(c, e.path, e.psn);
+        queue_retx(c, path, e.psn);
         ++stats.rack_losses;
         // Random loss, not a dead route: the resend gets a full RTO to be answered. A path
         // that keeps losing without delivering anything is left to its RTO (spec 5.6).

@@ -37,11 +37,19 @@ struct pkt_record {
     bool ack_req = false;   // sent asking for an immediate ACK (no delayed-ACK allowance)
 };
 
-// RACK (spec 5.5): one transmission, in the connection's send order.
+// RACK (spec 5.5): one transmission, in the connection's send order. 8 bytes: the path
+// index (< 256) and the low 24 bits of the transmit number, which tell a live entry from
+// a stale one (a path cannot send 2^24 packets while one entry waits in the log).
 struct sent_entry {
     uint32_t psn = 0;
-    uint32_t xmit_no = 0;             // stale once the record is resent or settled
-    uint16_t path = 0;
+    uint32_t tag = 0;                 // xmit_no << 8 | path
+
+    static sent_entry make(uint32_t psn, uint32_t xmit_no, uint32_t path) noexcept
+    {
+        return {psn, (xmit_no << 8) | (path & 0xffu)};
+    }
+    uint32_t path() const noexcept { return tag & 0xffu; }
+    bool names(uint32_t xmit_no) const noexcept { return (tag >> 8) == (xmit_no & 0xffffffu); }
 };
 
 // The connection's transmissions in send order (RACK). Power-of-two ring with free-running

@@ -436,6 +436,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     size_t bytes = sizeof(connection);
     bytes += c->ptx.size() * (sizeof(path_tx) + k_path_window * (sizeof(pkt_record) + sizeof(uint32_t)));
     bytes += c->prx.size() * sizeof(path_rx);
+    bytes += c->sent_order.items.size() * sizeof(sent_entry) + c->tlp_paths.capacity() * sizeof(uint16_t);
     bytes += c->sq.size() * sizeof(send_slot) + c->rslots.size() * sizeof(recv_slot);
     bytes += c->jobs.size() * sizeof(read_job);
     for (const stream_state& s : c->streams) {

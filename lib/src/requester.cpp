@@ -263,7 +263,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
-    c.sent_order.push(sent_entry{psn, r.xmit_no, uint16_t(path)});
+    c.sent_order.push(sent_entry::make(psn, r.xmit_no, path));
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
