@@ -391,8 +391,11 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         path_tx& p = c.ptx[path];
         pkt_record& r = p.at(e.psn);
         // Transmit numbers are unique on a path: a match is this very transmission.
-        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight) {
-            continue; // settled, resent since, or held: not this entry's business
+        // Settled, resent since, or held: not this entry's business. Nor is a path that
+        // lost k_rack_strikes packets in a row without delivering anything: random loss
+        // rarely does that, a dead route always does, and its RTO judges the route.
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || p.rack_strikes >= k_rack_strikes) {
+            continue;
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
             break; // nothing delivered left after it; a later ACK looks again
@@ -402,10 +405,16 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             const uint64_t srtt = c.srtt_ns != 0 ? c.srtt_ns : step;
             wait = uint64_t(c.rack_rtt) + std::min<uint64_t>(c.reo_steps * step, srtt);
         }
-        // A path with a longer queue than the one that delivered gets its own RTT, and
-        // the ACK may wait at the receiver unless the packet asked for one at once.
-        const uint64_t due = std::max<uint64_t>(wait, p.srtt_ns + wait - c.rack_rtt) +
-                             (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
+        // Nor before its own path's RTT and four deviations: paths have queues of their
+        // own (planes, spines), and a packet behind a deeper one is late, not lost. A path
+        // with no RTT sample yet waits as its first timers do: first packets of many
+        // senders queue together (spec 5.6). The ACK may also wait at the receiver unless
+        // the packet asked for one at once.
+        const uint64_t own = p.srtt_ns != 0 ? p.srtt_ns + 4 * p.rttvar_ns
+                                            : first_rtt(c, cfg.transport.initial_rtt_ns) +
+                                                  first_sample_wait(c, p, cfg.transport.initial_rtt_ns,
+                                                                    cfg.frame_overhead_bytes);
+        const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
             set_rack(c, now + (due - age));
@@ -413,9 +422,8 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         }
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
-        // Random loss, not a dead route: the resend gets a full RTO to be answered. A path
-        // that keeps losing without delivering anything is left to its RTO (spec 5.6).
-        if (++p.rack_strikes <= k_rack_strikes && p.rto_deadline != k_no_deadline &&
+        // Random loss, not a dead route: the resend gets a full RTO to be answered.
+        if (++p.rack_strikes < k_rack_strikes && p.rto_deadline != k_no_deadline &&
             p.rto_deadline < now + p.rto_ns) {
             set_rto(c, p, now + p.rto_ns);
         }
