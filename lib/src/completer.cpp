@@ -147,12 +147,14 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         return;
     }
     const wire::ack_header& a = *pk.ack;
+    const uint32_t echo = a.ts_echo.host();
     uint32_t newly = 0;
     auto settle = [&](pkt_record& r) {
         if (outstanding(r.state)) {
             --p.inflight;
             --c.inflight;
             ++newly;
+            rack_delivered(c, r, echo, now);
             credit(c, r);
         }
     };
@@ -204,6 +206,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             p.srtt_ns = uint32_t((7 * uint64_t(p.srtt_ns) + sample) / 8);
         }
         p.rto_ns = std::clamp<uint64_t>(uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns), t.min_rto_ns, t.max_rto_ns);
+    }
+    if (newly > 0 && cfg.transport.rack) {
+        rack_detect(c, now);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -335,31 +340,152 @@ void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
     (void)now;
 }
 
+// An ACK settled `r` (spec 5.5). A resend whose ACK names a packet sent before it (the
+// echoed timestamp) was not needed: the original arrived, late, so the reorder window
+// grows. Otherwise the newest-sent delivered packet moves RACK's clock on; an ACK that
+// may be the original's for a resent packet gives no send time and is left out.
+void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept
+{
+    const uint32_t age = uint32_t(now) - r.sent_ts;
+    if (r.retx > 0) {
+        if (int32_t(ts_echo - r.sent_ts) < 0) {
+            // Not needed. Late by reordering if the ACK names a packet sent a round trip and
+            // a window before the resend (the original, left to arrive late); one sent
+            // after the original says that packet's own ACK was lost: no reordering.
+            ++stats.spurious_retx;
+            if (uint64_t(r.sent_ts - ts_echo) < c.min_rtt_ns + c.reo_steps * std::max<uint64_t>(c.min_rtt_ns / 4, 1)) {
+                return;
+            }
+            c.reo_steps = std::min(c.reo_steps + 1, cfg.transport.reorder_steps_max);
+            c.reo_clean = 0;
+            return;
+        }
+        if (age < c.min_rtt_ns) {
+            return;
+        }
+    }
+    if (!c.rack_valid || int32_t(r.sent_ts - c.rack_sent) > 0) {
+        c.rack_valid = true;
+        c.rack_sent = r.sent_ts;
+        c.rack_rtt = age;
+    }
+}
+
+// RACK (spec 5.5): a packet still on the wire that left before the newest-sent delivered
+// packet, on any path, is lost once that packet's round trip and the reorder window have
+// passed since it left. Walks the connection's send order from the oldest entry and
+// stops at the first that cannot be judged yet, so each transmission is looked at about
+// once: no scan of the paths per ACK.
+void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
+{
+    c.rack_deadline = k_no_deadline;
+    if (!c.rack_valid) {
+        return;
+    }
+    send_log& log = c.sent_order;
+    const uint32_t mask = uint32_t(log.items.size() - 1);
+    uint64_t wait = 0;
+    uint32_t h = log.head;
+    for (; h != log.tail; ++h) {
+        const sent_entry e = log.items[h & mask];
+        const uint32_t path = e.path();
+        path_tx& p = c.ptx[path];
+        if (seq_lt(e.psn, p.una)) {
+            continue; // acknowledged: its record may have gone back to the pool
+        }
+        pkt_record& r = c.rec(p, e.psn);
+        // Transmit numbers are unique on a path: a match is this very transmission.
+        // Settled, resent since, or held: not this entry's business. Nor is a path that
+        // lost k_rack_strikes packets in a row without delivering anything: random loss
+        // rarely does that, a dead route always does, and its RTO judges the route.
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || p.rack_strikes >= k_rack_strikes) {
+            continue;
+        }
+        if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
+            break; // nothing delivered left after it; a later ACK looks again
+        }
+        if (wait == 0) {
+            const uint64_t step = std::max<uint64_t>(c.min_rtt_ns / 4, 1);
+            const uint64_t srtt = c.srtt_ns != 0 ? c.srtt_ns : step;
+            wait = uint64_t(c.rack_rtt) + std::min<uint64_t>(c.reo_steps * step, srtt);
+        }
+        // Nor before its own path's RTT and four deviations: paths have queues of their
+        // own (planes, spines), and a packet behind a deeper one is late, not lost. A path
+        // with no RTT sample yet waits as its first timers do: first packets of many
+        // senders queue together (spec 5.6), and under a hint a packet may wait one gap
+        // behind the other senders' (spec 5.6). The ACK may also wait at the receiver
+        // unless the packet asked for one at once.
+        const uint64_t own = (p.srtt_ns != 0 ? uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns)
+                                             : first_rtt(c, cfg.transport.initial_rtt_ns)) +
+                             hint_queue_ns(c, cfg.frame_overhead_bytes);
+        const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
+        const uint32_t age = uint32_t(now) - r.sent_ts;
+        if (age < due) {
+            set_rack(c, now + (due - age));
+            break;
+        }
+        queue_retx(c, path, e.psn);
+        ++stats.rack_losses;
+        // Random loss, not a dead route: the resend gets a full RTO to be answered.
+        if (++p.rack_strikes < k_rack_strikes && p.rto_deadline != k_no_deadline &&
+            p.rto_deadline < now + p.rto_ns) {
+            set_rto(c, p, now + p.rto_ns);
+        }
+        // The window shrinks back a step after every 16 losses without a spurious resend.
+        if (++c.reo_clean >= 16) {
+            c.reo_clean = 0;
+            c.reo_steps = std::max(c.reo_steps - 1, 1u);
+        }
+    }
+    log.head = h;
+}
+
+// Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data
+// waiting, the next new packet goes on this path and asks for an ACK: that ACK covers the
+// tail if it arrived (its own ACK was lost) or shows the gap (per-path rule) if not, and
+// nothing that arrived is sent twice. Otherwise the newest packet on the wire is resent.
+void endpoint::impl::tail_probe(connection& c, uint32_t i, uint64_t now, bool allow_new) noexcept
+{
+    path_tx& p = c.ptx[i];
+    uint32_t psn = p.next_psn;
+    while (psn != p.una && c.rec(p, psn - 1).state != rec_state::in_flight) {
+        --psn;
+    }
+    if (psn == p.una) {
+        return; // nothing on the wire
+    }
+    if (allow_new && cfg.transport.tlp_new_data && !p.tlp_new && p.state != path_state::failed && new_data_ready(c) &&
+        c.tlp_paths.push(uint16_t(i))) {
+        p.tlp_new = true;
+        ++stats.tail_probes_new;
+    } else {
+        queue_retx(c, i, psn - 1);
+        ++stats.tail_probes;
+    }
+    // The probe's answer needs a round trip: the RTO must not fire first
+    // (a lost tail is chance under random loss, not a dead route).
+    const uint64_t answer = now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+                                                cfg.transport.ack_delay_ns,
+                                                hint_queue_ns(c, cfg.frame_overhead_bytes));
+    if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
+        set_rto(c, p, answer);
+    }
+}
+
 // Path RTO (spec 5.6): resend what is outstanding, back off, and move the path to
 // a new route (UDP source port), then to another plane, if timeouts repeat.
 void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
 {
+    if (c.rack_deadline <= now) {
+        rack_detect(c, now);
+    }
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
         if (p.tlp_deadline <= now) {
             // Tail-loss probe (spec 5.6): the path went quiet with packets out and no
-            // later packet can reveal a gap, so resend its newest one well before the RTO.
+            // later packet can reveal a gap; act well before the RTO.
             p.tlp_deadline = k_no_deadline;
-            for (uint32_t psn = p.next_psn; psn != p.una; --psn) {
-                if (c.rec(p, psn - 1).state == rec_state::in_flight) {
-                    queue_retx(c, i, psn - 1);
-                    ++stats.tail_probes;
-                    // The probe's answer needs a round trip: the RTO must not fire first
-                    // (a lost tail is chance under random loss, not a dead route).
-                    const uint64_t answer = now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
-                                                                cfg.transport.ack_delay_ns,
-                                                                hint_queue_ns(c, cfg.frame_overhead_bytes));
-                    if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
-                        set_rto(c, p, answer);
-                    }
-                    break;
-                }
-            }
+            tail_probe(c, i, now, true);
         }
         if (p.rto_deadline > now) {
             continue;

@@ -56,6 +56,8 @@ std::string validate(const endpoint_config& c)
               t.max_rto_ns);
     k.require(t.max_backoff_shift <= 20, "transport.max_backoff_shift", "must be at most 20",
               t.max_backoff_shift);
+    k.require(t.reorder_steps_max >= 1 && t.reorder_steps_max <= 1024, "transport.reorder_steps_max",
+              "must be 1..1024", t.reorder_steps_max);
     k.require(t.connect_retry_ns > 0, "transport.connect_retry_ns", "must be positive", t.connect_retry_ns);
     k.require(t.plane_probe_ns > 0, "transport.plane_probe_ns", "must be positive", t.plane_probe_ns);
     k.require(t.rnr_delay_ns > 0, "transport.rnr_delay_ns", "must be positive", t.rnr_delay_ns);

@@ -139,6 +139,10 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     // streams beyond the agreed count; on_accept fails those.
     c.ack_queue = fixed_ring<uint16_t>(c.paths);
     c.retx_paths = fixed_ring<uint16_t>(c.paths);
+    c.tlp_paths = fixed_ring<uint16_t>(c.paths);
+    // Room for every packet the windows allow on the wire (entries of settled packets
+    // leave when they reach the front; on overflow the oldest goes, to the tail probe).
+    c.sent_order.reset(std::min<size_t>(size_t(c.paths) * k_path_window, size_t(t.cc.conn_cwnd_max)));
 }
 
 uint64_t endpoint::impl::make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce,

@@ -19,11 +19,54 @@ namespace metaroce::detail {
 
 inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
+// RACK losses a path may take without delivering anything before its RTO is left to run.
+inline constexpr uint32_t k_rack_strikes = 3;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
 inline constexpr uint32_t k_dir_slots = k_path_window / k_chunk_records + 1;
 inline constexpr uint32_t k_chunk_no_mask = 0xffffffffu >> k_chunk_shift; // chunk numbers wrap with PSNs
+
+// RACK (spec 5.5): one transmission, in the connection's send order. 8 bytes: the path
+// index (< 256) and the low 24 bits of the transmit number, which tell a live entry from
+// a stale one (a path cannot send 2^24 packets while one entry waits in the log).
+struct sent_entry {
+    uint32_t psn = 0;
+    uint32_t tag = 0;                 // xmit_no << 8 | path
+
+    static sent_entry make(uint32_t psn, uint32_t xmit_no, uint32_t path) noexcept
+    {
+        return {psn, (xmit_no << 8) | (path & 0xffu)};
+    }
+    uint32_t path() const noexcept { return tag & 0xffu; }
+    bool names(uint32_t xmit_no) const noexcept { return (tag >> 8) == (xmit_no & 0xffffffu); }
+};
+
+// The connection's transmissions in send order (RACK). Power-of-two ring with free-running
+// indexes so a walk pops many entries with one store; when full the oldest is dropped (it
+// loses RACK, not the tail probe or the RTO).
+struct send_log {
+    std::vector<sent_entry> items;
+    uint32_t head = 0;
+    uint32_t tail = 0;
+
+    void reset(size_t capacity)
+    {
+        size_t n = 1;
+        while (n < capacity) {
+            n <<= 1;
+        }
+        items.assign(n, sent_entry{});
+        head = tail = 0;
+    }
+    void push(const sent_entry& e) noexcept
+    {
+        items[tail++ & (items.size() - 1)] = e;
+        if (tail - head > items.size()) {
+            ++head;
+        }
+    }
+};
 
 // Ordered by size (no padding): 208 bytes, the records of packets in flight aside.
 struct path_tx {
@@ -67,6 +110,9 @@ struct path_tx {
     path_state state = path_state::good;
     bool probe_pending = false;       // a PROBE for this path is waiting to go out
     bool in_retx_list = false;
+    bool tlp_new = false;             // a tail probe asked for the next new packet here
+    bool ack_req_next = false;        // that packet asks for an ACK at once
+    uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
     uint8_t dir_head = 0;             // directory slot of una's chunk
 
     // The directory slot of psn, which must lie in [una, una + k_path_window].
@@ -289,6 +335,15 @@ struct connection {
     uint64_t srtt_ns = 0;             // smoothed over every path's samples
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
+    // RACK (spec 5.5): losses judged by time across all paths of the connection.
+    send_log sent_order;              // transmissions, oldest first
+    fixed_ring<uint16_t> tlp_paths;   // paths whose tail probe waits for a new packet
+    uint32_t rack_sent = 0;           // send time (low 32 bits) of the newest-sent delivered packet
+    uint32_t rack_rtt = 0;            // its round trip
+    bool rack_valid = false;
+    uint32_t reo_steps = 1;           // reorder window in min_rtt/4 steps; spurious resends grow it
+    uint32_t reo_clean = 0;           // RACK losses since the window last changed
+    uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
 
     std::vector<send_slot> sq;        // size = own max_msgs
     uint32_t next_msn = 0;            // next msn to assign
@@ -405,6 +460,12 @@ inline void set_rto(connection& c, path_tx& p, uint64_t deadline) noexcept
 inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
 {
     p.tlp_deadline = deadline;
+    c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
+}
+
+inline void set_rack(connection& c, uint64_t deadline) noexcept
+{
+    c.rack_deadline = deadline;
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 

@@ -244,6 +244,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     for (const path_tx& p : c.ptx) {
         c.path_deadline_lb = std::min({c.path_deadline_lb, p.rto_deadline, p.tlp_deadline});
     }
+    c.path_deadline_lb = std::min(c.path_deadline_lb, c.rack_deadline);
     recompute_timer(c, now);
 }
 
@@ -492,6 +493,7 @@ size_t state_bytes(const connection& c) noexcept
     bytes += c.jobs.size() * sizeof(read_job);
     bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
     bytes += c.naks.capacity() * sizeof(nak_entry);
+    bytes += c.sent_order.items.size() * sizeof(sent_entry) + c.tlp_paths.capacity() * sizeof(uint16_t);
     for (const stream_state& s : c.streams) {
         bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
     }

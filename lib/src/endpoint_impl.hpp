@@ -190,6 +190,10 @@ struct endpoint::impl {
 
     // completer.cpp
     void on_ack(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
+    void rack_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
+    void rack_detect(connection& c, uint64_t now) noexcept;
+    void tail_probe(connection& c, uint32_t path, uint64_t now, bool allow_new) noexcept;
+    bool new_data_ready(const connection& c) const noexcept;
     void on_nak(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
     void path_timeouts(connection& c, uint64_t now) noexcept;
     void rnr_timer(connection& c, uint64_t now) noexcept;

@@ -19,9 +19,12 @@ uint32_t endpoint::impl::loss_slack(const connection& c, uint32_t path) const no
     uint64_t tx = 0;
     uint64_t resent = 0;
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
-        if (i != path) {
-            tx += c.ptx[i].tx_packets;
-            resent += c.ptx[i].retransmits;
+        const path_tx& p = c.ptx[i];
+        // Siblings that are themselves failing (timing out, or losing packet after packet
+        // to RACK without delivering) measure their route, not the fabric's random loss.
+        if (i != path && p.timeouts == 0 && p.rack_strikes < k_rack_strikes) {
+            tx += p.tx_packets;
+            resent += p.retransmits;
         }
     }
     if (tx < 64) {
@@ -80,6 +83,7 @@ void endpoint::impl::path_progress(connection& c, path_tx& p, uint64_t now) noex
 {
     p.timeouts = 0;
     p.stalls = 0;
+    p.rack_strikes = 0;
     if (p.state != path_state::congested || now >= p.congested_until) {
         p.state = path_state::good;
     }

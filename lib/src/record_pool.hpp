@@ -25,6 +25,7 @@ struct pkt_record {
     rec_kind kind;
     rec_state state;
     uint8_t retx;
+    bool ack_req;       // sent asking for an immediate ACK (no delayed-ACK allowance)
 };
 
 inline constexpr uint32_t k_chunk_shift = 4;

@@ -116,6 +116,19 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         c.pace_wait = true; // spec 6.5: the hint also paces; the timer wakes us
         return -1;
     }
+    while (!c.tlp_paths.empty()) {
+        // A tail probe waits for this packet (spec 5.6): it goes on the quiet path.
+        const uint16_t i = c.tlp_paths.front();
+        c.tlp_paths.pop();
+        path_tx& p = c.ptx[i];
+        p.tlp_new = false;
+        if (p.state != path_state::failed && double(p.inflight) < std::max(1.0, p.cc.cwnd) &&
+            uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(p)) {
+            p.ack_req_next = true;
+            return int(i);
+        }
+        tail_probe(c, i, now, false); // no room there (window or records): resend the tail instead
+    }
     int fallback = -1;
     bool starved = false;
     for (uint32_t n = 0; n < c.paths; ++n) {
@@ -202,11 +215,17 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     // Ask for an ACK now when this packet fills the path's or the connection's window:
     // nothing more can go until one comes back, so a delayed ACK would idle the sender.
+    // Also when the connection has fewer packets out than paths and this path none:
+    // round robin puts at most one packet on each, so no later packet of the path can
+    // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
     const bool fills = double(p.inflight) + 1 >= p.cc.cwnd ||
-                       double(c.inflight) + 1 >= effective_cwnd(c.cc);
-    if (last || fills || retx) {
+                       double(c.inflight) + 1 >= effective_cwnd(c.cc) ||
+                       (p.inflight == 0 && c.inflight + 1 < c.paths);
+    r.ack_req = last || fills || retx || p.ack_req_next;
+    if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
     }
+    p.ack_req_next = false;
     const size_t hdr = wire::build_data_headers(f.buf, b, m, r.len);
     if (hdr == 0) {
         return false;
@@ -251,6 +270,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
+    c.sent_order.push(sent_entry::make(psn, r.xmit_no, path));
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
@@ -309,6 +329,24 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         p.in_retx_list = false;
     }
     return false;
+}
+
+// New data could go out now (what produce_new and produce_read_resp would send first).
+bool endpoint::impl::new_data_ready(const connection& c) const noexcept
+{
+    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
+        return false;
+    }
+    if (c.job_tx < c.job_count) {
+        return true;
+    }
+    if (c.tx_msn == c.next_msn) {
+        return false;
+    }
+    const send_slot& s = c.sq[c.tx_msn % c.sq.size()];
+    const uint32_t older = c.tx_msn - c.max_msgs;
+    const send_slot& o = c.sq[older % c.sq.size()];
+    return s.in_use && s.msn == c.tx_msn && !s.done && !s.fully_sent && !(o.in_use && o.msn == older);
 }
 
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).

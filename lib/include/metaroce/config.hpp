@@ -50,6 +50,19 @@ struct transport_config {
     uint64_t initial_rtt_ns = 20'000;
     uint64_t min_rto_ns = 100'000;
     uint64_t max_rto_ns = 20'000'000;
+    // Loss detection across paths (spec 5.5, RACK): a packet sent before one that was
+    // delivered, on any path of the connection, is lost once a round trip and a reorder
+    // window have passed since it left. The window starts at a quarter of the smallest
+    // RTT and grows by that much per resend that proves spurious, at most reorder_steps_max
+    // steps and never beyond the smoothed RTT. With hundreds of paths each carries a packet
+    // or none, so the per-path SACK rule rarely sees a gap: without this only the tail
+    // probe and the RTO find losses.
+    bool rack = true;
+    uint32_t reorder_steps_max = 16;
+    // A tail probe with new data waiting sends it on the quiet path, asking for an ACK,
+    // instead of resending the tail: that ACK tells whether the tail or only its ACK was
+    // lost, and a lost ACK then costs no resend of data that arrived (spec 5.6).
+    bool tlp_new_data = true;
     uint32_t max_timeouts = 12;     // consecutive RTOs of one path before the connection fails...
     uint64_t fail_silence_ns = 100'000'000; // ...and only once the path has been silent this long
     uint32_t max_backoff_shift = 3; // RTO doubles per consecutive timeout, at most 8x
