@@ -36,6 +36,21 @@ struct contended {
     }
 };
 
+// 64 KiB written on each of the two connections; both land byte for byte.
+void write_on_both(contended& x)
+{
+    pair_harness& h = *x.h;
+    constexpr size_t k_bytes = 64 << 10;
+    buffer src(h.a(), k_bytes, k_all_access, 1);
+    buffer d1(h.b(), k_bytes, k_all_access);
+    buffer d2(h.b(), k_bytes, k_all_access);
+    REQUIRE(h.a().post_send(x.c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(x.c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+}
+
 } // namespace
 
 TEST_CASE("under a hint, a packet queued for less than one hinted gap draws no probe or RTO",
@@ -51,15 +66,7 @@ TEST_CASE("under a hint, a packet queued for less than one hinted gap draws no p
         }
         return false;
     };
-    constexpr size_t k_bytes = 64 << 10;
-    buffer src(h.a(), k_bytes, k_all_access, 1);
-    buffer d1(h.b(), k_bytes, k_all_access);
-    buffer d2(h.b(), k_bytes, k_all_access);
-    REQUIRE(h.a().post_send(x.c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
-    REQUIRE(h.a().post_send(x.c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
-    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
-    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
-    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    write_on_both(x);
     // The share: 450 Mb/s, less what B reads as standing queue in the 60 us (spec 6.4).
     REQUIRE(h.a().inspect(x.c1)->rate_hint_mbps != 0);
     REQUIRE(h.a().inspect(x.c1)->rate_hint_mbps <= 450);
@@ -80,15 +87,7 @@ TEST_CASE("under a hint, a packet that is really lost is still recovered", "[inc
         return p.to == 1 && is_op(p, wire::opcode::write) && h.a().inspect(x.c1)->rate_hint_mbps != 0 &&
                ++hinted == 3;
     };
-    constexpr size_t k_bytes = 64 << 10;
-    buffer src(h.a(), k_bytes, k_all_access, 1);
-    buffer d1(h.b(), k_bytes, k_all_access);
-    buffer d2(h.b(), k_bytes, k_all_access);
-    REQUIRE(h.a().post_send(x.c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
-    REQUIRE(h.a().post_send(x.c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
-    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
-    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
-    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    write_on_both(x);
     CHECK(h.a().stats().retransmits >= 1);
 }
 

@@ -5,33 +5,12 @@
 
 #include "metaroce/config.hpp"
 #include "pair_harness.hpp"
+#include "test_util.hpp"
 
 using namespace metaroce;
 using namespace metaroce::test;
 
 namespace {
-
-send_wr write_wr(const buffer& src, const buffer& dst, uint64_t id)
-{
-    send_wr wr;
-    wr.wr_id = id;
-    wr.op = wr_opcode::write;
-    wr.local = {src.va(), uint32_t(src.bytes.size()), src.mr.lkey};
-    wr.remote_va = dst.va();
-    wr.rkey = dst.mr.rkey;
-    return wr;
-}
-
-send_wr read_wr(const buffer& dst, const buffer& src, uint64_t id)
-{
-    send_wr wr;
-    wr.wr_id = id;
-    wr.op = wr_opcode::read;
-    wr.local = {dst.va(), uint32_t(dst.bytes.size()), dst.mr.lkey};
-    wr.remote_va = src.va();
-    wr.rkey = src.mr.rkey;
-    return wr;
-}
 
 // A lossy wire: drops about one packet in `every` (deterministic).
 std::function<bool(captured&)> lossy(uint64_t every)
@@ -76,7 +55,7 @@ TEST_CASE("an exhausted record pool holds paths back like a full window", "[reco
     const conn_id c = h.connect();
     buffer src(h.a(), 1 << 20, k_all_access, 5);
     buffer dst(h.b(), 1 << 20, k_all_access);
-    REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::success);
     CHECK(dst.bytes == src.bytes);
@@ -91,7 +70,7 @@ TEST_CASE("READ responses draw records from the responder's pool", "[record_pool
     const conn_id c = h.connect();
     buffer dst(h.a(), 512 * 1024, k_all_access);
     buffer src(h.b(), 512 * 1024, k_all_access, 3);
-    REQUIRE(h.a().post_send(c, read_wr(dst, src, 7), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::read, dst, src, 7), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.cq[0][0].status == wc_status::success);
     CHECK(dst.bytes == src.bytes);
@@ -109,7 +88,7 @@ TEST_CASE("closing connections mid-transfer gives every chunk back", "[record_po
         buffer src(h.a(), 256 * 1024, k_all_access, uint8_t(round + 1));
         buffer dst(h.b(), 256 * 1024, k_all_access);
         // The first goes out and is closed while in flight; the second must complete.
-        REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+        REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
         for (int i = 0; i < 40; ++i) {
             h.step();
         }
@@ -117,7 +96,7 @@ TEST_CASE("closing connections mid-transfer gives every chunk back", "[record_po
         REQUIRE(h.run_until([&] { return !h.a().inspect(c); }));
         const conn_id c2 = h.connect();
         h.cq[0].clear();
-        REQUIRE(h.a().post_send(c2, write_wr(src, dst, 2), h.now()) == post_result::ok);
+        REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
         REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
         CHECK(h.cq[0][0].status == wc_status::success);
         CHECK(dst.bytes == src.bytes);
@@ -138,7 +117,7 @@ TEST_CASE("state_bytes counts the records in flight, not paths x 256", "[record_
     CHECK(idle < 64 * 256 * 28 / 4);
     buffer src(h.a(), 4 << 20, k_all_access, 9);
     buffer dst(h.b(), 4 << 20, k_all_access);
-    REQUIRE(h.a().post_send(c, write_wr(src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
     size_t peak = idle;
     REQUIRE(h.run_until([&] {
         peak = std::max(peak, h.a().inspect(c)->state_bytes);
@@ -168,8 +147,8 @@ uint64_t two_writes(uint32_t chunks, uint64_t& record_waits)
     buffer dst1(h.b(), 256 * 1024, k_all_access);
     buffer dst2(h.b(), 256 * 1024, k_all_access);
     const uint64_t start = h.now();
-    REQUIRE(h.a().post_send(c1, write_wr(src1, dst1, 1), h.now()) == post_result::ok);
-    REQUIRE(h.a().post_send(c2, write_wr(src2, dst2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src1, dst1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src2, dst2, 2), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
     CHECK(h.cq[0][0].status == wc_status::success);
     CHECK(h.cq[0][1].status == wc_status::success);
