@@ -257,6 +257,11 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
     }
     c.cookie = p.cookie->cookie.host();
     c.hello_phase_new = true; // the next phase: CONNECT with the cookie -> ACCEPT
+    // Progress: the CONNECT with the cookie retries on a fresh schedule, not on the
+    // backed-off one of the CONNECTs that drew the COOKIE (spec 7.3). At 10 % loss that
+    // backed-off schedule stretched some set-ups by 0.4 ms.
+    c.ctrl_retries = 0;
+    c.ctrl_deadline = now + cfg.transport.connect_retry_ns;
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }

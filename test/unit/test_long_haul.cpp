@@ -125,3 +125,30 @@ TEST_CASE("a far sender silent between bursts keeps its share", "[long_haul][rat
     }
     CHECK(q.active() == 1);
 }
+
+TEST_CASE("a COOKIE restarts the CONNECT retry schedule", "[long_haul][handshake]")
+{
+    transport_config t;
+    t.connect_retry_ns = 30'000; // four CONNECTs go out before the first COOKIE is back
+    pair_harness h(t, 115'000);  // 230 us round trip: CONNECTs at 0, 30, 90, 210, then 450
+    bool dropped = false;
+    uint64_t cookie_at = 0;
+    h.filter = [&](captured& k) {
+        const wire::packet_view v = k.view();
+        if (v.op == wire::opcode::cookie && cookie_at == 0) {
+            cookie_at = k.deliver_at;
+        }
+        // The first CONNECT that carries the cookie is lost.
+        if (v.op == wire::opcode::connect && v.hello->cookie.host() != 0 && !dropped) {
+            dropped = true;
+            return true;
+        }
+        return false;
+    };
+    const conn_id c = h.connect();
+    REQUIRE(dropped);
+    REQUIRE(pair_harness::established(h.a(), c));
+    // Resent one connect_retry after the COOKIE (at 230 us), not at 450 us on the schedule
+    // the first CONNECTs had backed off to, then one round trip to the ACCEPT.
+    CHECK(h.now() <= cookie_at + 30'000 + 230'000 + 1'000);
+}
