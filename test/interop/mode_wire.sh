@@ -15,6 +15,9 @@ ip netns exec $ns_u dumpcap -B 32 -f "udp dst port 4796 and ($sample)" -i u0 -i 
   >"$dir/dumpcap.log" 2>&1 &
 cap_pid=$!
 wait_for "$dir/dumpcap.log" "Capturing on" 10 || { cat "$dir/dumpcap.log"; exit 1; }
+# "Capturing on" comes before the filter is on both interfaces: a handshake sent at once
+# was missed once in CI (no CONNECT/COOKIE/ACCEPT of phase 1 in the capture).
+sleep 1
 
 start_peer u.log --serve 3 --await-close 1
 say "connect 10.0.0.2"
