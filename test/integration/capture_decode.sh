@@ -54,6 +54,10 @@ timeout 30 stdbuf -oL dpdk-dumpcap --file-prefix=$pa -i 0 -P -s 8192 -q -c 30000
   >"$dir/dumpcap.log" 2>&1 &
 dumpcap_pid=$!
 wait_for "$dir/dumpcap.log" "Capturing on" 15
+# B must be up too (its memif end connects A's port): under load it once started after A's
+# CONNECTs had all timed out, and nothing was captured.
+wait_for "$dir/b.log" "metaroce: node" 15 || { echo "node B did not start"; cat "$dir/b.log"; }
+sleep 0.3
 touch "$dir/capturing"
 wait $dumpcap_pid
 dumpcap_rc=$?
