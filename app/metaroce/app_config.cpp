@@ -93,7 +93,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
     }
     app_config c;
     check_keys(j, origin, "top level",
-               {"address", "ports", "peers", "lcores", "transport", "mbufs", "max_connections",
+               {"address", "ports", "peers", "lcores", "transport", "mbufs", "max_connections", "record_chunks",
                 "udp_checksum_software", "engine", "backend", "udp_port", "inbound_capacity_mbps",
                 "tx_copy"});
     if (j.contains("backend")) {
@@ -252,6 +252,9 @@ app_config parse_config(const std::string& text, const std::string& origin)
     if (j.contains("max_connections")) {
         c.max_connections = uint32_t(get_uint(j["max_connections"], origin, "max_connections", 1, 1u << 20));
     }
+    if (j.contains("record_chunks")) {
+        c.record_chunks = uint32_t(get_uint(j["record_chunks"], origin, "record_chunks", 1, 65535));
+    }
     if (j.contains("udp_checksum_software")) {
         if (!j["udp_checksum_software"].is_boolean()) {
             bad(origin, "udp_checksum_software", "expected true or false");
@@ -268,6 +271,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
     endpoint_config core;
     core.transport = c.transport;
     core.max_connections = c.max_connections;
+    core.record_chunks = c.record_chunks;
     if (const std::string why = validate(core); !why.empty()) {
         // The core's names are in ns where the file's keys are in us.
         throw std::invalid_argument(origin + ": transport: not usable by the core: " + why);

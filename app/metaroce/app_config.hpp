@@ -22,6 +22,7 @@ struct app_config {
     transport_config transport;
     uint32_t mbufs = 8191;
     uint32_t max_connections = 1024;
+    uint32_t record_chunks = 4096;         // in-flight packet records, chunks of 16 (core pool)
     // "inbound_capacity_mbps": receiver rate hints' capacity, Mb/s, 0 off; absent or
     // "auto": the link speed, off on virtual PMDs (dpdk/link_capacity.hpp).
     std::optional<uint64_t> inbound_capacity_mbps;

@@ -33,6 +33,7 @@ std::vector<std::unique_ptr<datapath>> datapath::make_lanes(const app_config& cf
     np.gateways = cfg.gateways;
     np.admin = admin;
     np.max_connections = cfg.max_connections;
+    np.record_chunks = cfg.record_chunks;
     np.inbound_capacity_mbps = cfg.inbound_capacity_mbps;
     np.workers = uint16_t(workers);
     auto node = std::make_shared<dpdk::node>(np);

@@ -86,6 +86,7 @@ std::unique_ptr<dp_io> make_udp_dp_io(const app_config& cfg)
     np.transport = cfg.transport; // already through udp_transport() (main)
     np.accept_incoming = true;
     np.max_connections = cfg.max_connections;
+    np.record_chunks = cfg.record_chunks;
     return std::make_unique<udp_dp_io>(np);
 }
 

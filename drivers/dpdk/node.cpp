@@ -96,6 +96,7 @@ node::node(const node_params& p)
         steer(p);
         wc.ep.accept_incoming = p.accept_incoming;
         wc.ep.max_connections = p.max_connections;
+        wc.ep.record_chunks = p.record_chunks;
         wc.ep.frame_overhead_bytes = uint32_t(k_wire_overhead);
         wc.ep.transport = p.transport;
         wc.ep.transport.planes = uint8_t(p.ports.size());

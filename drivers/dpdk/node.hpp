@@ -41,6 +41,7 @@ struct node_params {
     std::vector<std::optional<mac_addr>> gateways;
     const plane_admin* admin = nullptr;
     uint32_t max_connections = 1024;
+    uint32_t record_chunks = 4096;       // per worker's endpoint (endpoint_config::record_chunks)
     uint16_t workers = 1;             // queue pairs per port, endpoints, addresses
     // Receiver rate hints: inbound capacity in Mb/s, all planes; 0 off; nullopt: the
     // link speeds where ports are real (link_capacity.hpp). Split evenly over workers.

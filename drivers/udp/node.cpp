@@ -56,6 +56,7 @@ endpoint_config make_config(const node_params& p)
     c.seed = p.seed != 0 ? p.seed : seed_from_os();
     c.inbound_capacity_mbps = p.inbound_capacity_mbps;
     c.max_connections = p.max_connections;
+    c.record_chunks = p.record_chunks;
     c.cq_depth = p.cq_depth;
     c.max_mrs = p.max_mrs;
     c.entropy_ports = p.sport_slots; // one socket per port: the core spreads over exactly these

@@ -42,6 +42,7 @@ struct node_params {
     uint64_t seed = 0;                   // 0: getrandom
     uint64_t inbound_capacity_mbps = 0;  // receiver rate hints (spec 6.4); 0: none
     uint32_t max_connections = 1024;
+    uint32_t record_chunks = 4096;       // endpoint_config::record_chunks
     uint32_t cq_depth = 65536;
     uint32_t max_mrs = 4096;
     // Peers whose plane addresses do not follow our layout: each entry one peer's

@@ -30,4 +30,6 @@ expect_error duplicate_port '{"ports": [0, {"port": 0, "gateway": "02:00:00:00:0
   "ports[1].port: port 0 is already plane 0's (ports[0]); each plane needs a port of its own"
 expect_error duplicate_port_plain '{"ports": [1, 0, 1]}' \
   "ports[2]: port 1 is already plane 0's (ports[0])"
+expect_error record_chunks '{"ports": [0], "record_chunks": 0}' \
+  "record_chunks: 0 is out of range [1, 65535]"
 exit $fail
