@@ -17,19 +17,24 @@ namespace {
 
 // B splits 1 Gb/s between two connections from A: a 450 Mb/s share, one 4 KiB packet
 // every ~74 us.
-struct contended {
-    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+// A (seed `seed_a`) sends to B, whose inbound capacity is 1 Gb/s at 0.9 utilization.
+std::unique_ptr<pair_harness> contended_harness(uint64_t seed_a = 11)
+{
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, seed_a);
     endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    cb.inbound_capacity_mbps = 1'000;
+    cb.hint_utilization = 0.9;
+    return std::make_unique<pair_harness>(ca, cb, 1000);
+}
+
+struct contended {
     std::unique_ptr<pair_harness> h;
     conn_id c1 = k_no_conn;
     conn_id c2 = k_no_conn;
 
     explicit contended(uint64_t seed_a = 11)
     {
-        ca.seed = seed_a;
-        cb.inbound_capacity_mbps = 1'000;
-        cb.hint_utilization = 0.9;
-        h = std::make_unique<pair_harness>(ca, cb, 1000);
+        h = contended_harness(seed_a);
         c1 = h->connect();
         c2 = h->a().connect(pair_harness::k_addr_b, h->now());
         REQUIRE(h->run_until([&] { return pair_harness::established(h->a(), c2); }));
@@ -94,11 +99,8 @@ TEST_CASE("under a hint, a packet that is really lost is still recovered", "[inc
 TEST_CASE("an ACCEPT from a contended receiver carries the share set aside for the sender",
           "[incast][hint]")
 {
-    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
-    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
-    cb.inbound_capacity_mbps = 1'000;
-    cb.hint_utilization = 0.9;
-    pair_harness h(ca, cb, 1000);
+    const std::unique_ptr<pair_harness> hp = contended_harness();
+    pair_harness& h = *hp;
     // The first connection is alone (no hint); the second is accepted while the first is
     // still expected: two sharers of 900 Mb/s.
     const conn_id c1 = h.connect();
@@ -168,11 +170,8 @@ TEST_CASE("a larger pushed share shrinks the wait left by the ratio of the share
     // Three senders share 900 Mb/s; the third leaves, and the others are pushed 450
     // instead of 300 at once. Restarting every sender's gap at that instant would line
     // their next packets up (spec 6.5); scaled, each keeps its place in the gap.
-    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
-    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
-    cb.inbound_capacity_mbps = 1'000;
-    cb.hint_utilization = 0.9;
-    pair_harness h(ca, cb, 1000);
+    const std::unique_ptr<pair_harness> hp = contended_harness();
+    pair_harness& h = *hp;
     const conn_id c1 = h.connect();
     const uint32_t c1_at_b = h.peer_conn();
     const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());

@@ -24,6 +24,18 @@ bool send(rate_allocator& r, uint32_t slot, uint64_t now, uint64_t queued_ns = 0
     return r.on_packet(slot, k_burst, false, now, path, uint32_t(now - 1'000 - queued_ns));
 }
 
+// Slots 0..3 send unqueued bursts over two epochs: one water-fill later their shares
+// are no longer newcomers' and each sender's smallest delay is known.
+void four_senders_settled(rate_allocator& r)
+{
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, 1'000 + s);
+    }
+    for (uint32_t s = 0; s < 4; ++s) {
+        send(r, s, k_epoch + 2'000 + s);
+    }
+}
+
 } // namespace
 
 TEST_CASE("a lone sender gets no hint; a second one halves both shares at once", "[rates]")
@@ -45,13 +57,7 @@ TEST_CASE("a lone sender gets no hint; a second one halves both shares at once",
 TEST_CASE("a released sender's share goes back to the others at once", "[rates]")
 {
     rate_allocator r(k_cap, k_util, k_epoch, 16);
-    for (uint32_t s = 0; s < 4; ++s) {
-        send(r, s, 1'000 + s);
-    }
-    // Water-fill once (an epoch closes), so the shares are no longer newcomers'.
-    for (uint32_t s = 0; s < 4; ++s) {
-        send(r, s, k_epoch + 2'000 + s);
-    }
+    four_senders_settled(r);
     CHECK(r.hint_mbps(0) == 22'500);
     r.release(3);
     CHECK(r.hint_mbps(3) == 0);
@@ -134,13 +140,7 @@ TEST_CASE("a sender silent for several of its packet gaps leaves, and its share 
 TEST_CASE("a standing queue in front of the receiver is handed back", "[rates]")
 {
     rate_allocator r(k_cap, k_util, k_epoch, 16);
-    // Clean first epoch: each sender's smallest delay is learnt.
-    for (uint32_t s = 0; s < 4; ++s) {
-        send(r, s, 1'000 + s);
-    }
-    for (uint32_t s = 0; s < 4; ++s) {
-        send(r, s, k_epoch + 2'000 + s);
-    }
+    four_senders_settled(r); // each sender's smallest delay learnt in a clean epoch
     CHECK(r.hint_mbps(0) == 22'500);
     // An epoch in which every packet queued at least 10 us.
     for (uint32_t s = 0; s < 4; ++s) {

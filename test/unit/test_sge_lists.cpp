@@ -12,14 +12,6 @@ using namespace metaroce::test;
 
 namespace {
 
-transport_config small_mtu()
-{
-    transport_config t;
-    t.mtu = 1024;
-    t.paths = 4;
-    return t;
-}
-
 // Concatenation of the pieces, in list order.
 std::vector<uint8_t> joined(const std::vector<sge>& list)
 {

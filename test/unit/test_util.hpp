@@ -68,6 +68,15 @@ inline recv_wr make_recv(const buffer& dst, uint64_t id)
     return r;
 }
 
+// 1 KiB packets over 4 paths: a message of a few KiB already spans paths and packets.
+inline transport_config small_mtu()
+{
+    transport_config t;
+    t.mtu = 1024;
+    t.paths = 4;
+    return t;
+}
+
 inline bool is_data(const captured& c) { return wire::info(c.view().op).reliable; }
 inline bool is_op(const captured& c, wire::opcode op) { return c.view().op == op; }
 

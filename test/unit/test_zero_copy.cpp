@@ -12,14 +12,6 @@ using namespace metaroce::test;
 
 namespace {
 
-transport_config small_mtu()
-{
-    transport_config t;
-    t.mtu = 1024;
-    t.paths = 4;
-    return t;
-}
-
 struct run_result {
     std::vector<captured> sent;
     std::vector<uint8_t> landed;
