@@ -187,6 +187,7 @@ void qp_connect(vcontext& c, vqp& q, uint64_t now)
 
 void qp_detach(vcontext& c, vqp& q)
 {
+    release_core_work(c, q);
     if (q.conn != k_no_conn) {
         const auto it = c.conns.find(q.conn);
         if (it != c.conns.end() && q.rx_stream < it->second.rx_used.size() &&

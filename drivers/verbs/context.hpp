@@ -91,6 +91,9 @@ void submit(vcontext& c, vqp& q, uint64_t now_ns);
 void emit(vcq& cq, const ibv_wc& wc, bool solicited = false);
 void post_async(vcontext& c, ibv_event_type type, void* obj) noexcept;
 void srq_refill(vcontext& c, vqp& q);
+// What the core holds for a QP leaving its streams (ERR, RESET, destroy): unclaimed
+// receives come back (an SRQ's to its pool), unfinished sends stop needing our memory.
+void release_core_work(vcontext& c, vqp& q);
 uint64_t now_ns() noexcept;
 // metaroce_set_paths (verbs_ext.h): paths for contexts opened from now on; 0: settings.
 extern std::atomic<uint16_t> g_paths_override;

@@ -234,21 +234,13 @@ void qp_error(vcontext& c, vqp& q, ibv_wc_status first, bool async_fatal)
     }
     q.ex.qp_base.state = IBV_QPS_ERR;
     q.attr.qp_state = IBV_QPS_ERR;
+    release_core_work(c, q);
     // What the core still holds completes later and is ignored (locate() fails).
     for (uint64_t s = q.sq.head; s < q.sq.tail; ++s) {
         emit_send(q, q.sends[q.sq.slot(s)], s == q.sq.head ? first : IBV_WC_WR_FLUSH_ERR);
     }
     q.sq.head = q.sq.sub = q.sq.tail;
     q.reads_inflight = 0;
-    if (q.srq != nullptr) {
-        // Receives not yet given to the core go back to the shared queue.
-        for (uint64_t s = q.rq.tail; s > q.rq.sub; --s) {
-            const uint32_t slot = q.rq.slot(s - 1);
-            const sge* g = &q.recv_sges[size_t(slot) * q.cap.max_recv_sge];
-            q.srq->pool.emplace_front(q.recvs[slot], std::vector<sge>(g, g + q.recvs[slot].num_sge));
-        }
-        q.rq.tail = q.rq.sub;
-    }
     for (uint64_t s = q.rq.head; s < q.rq.tail; ++s) {
         emit_recv_flush(q, q.recvs[q.rq.slot(s)]);
     }
@@ -316,6 +308,31 @@ void on_qp_completion(vcontext& c, const completion& wc)
         qp_error(c, q, IBV_WC_WR_FLUSH_ERR, false);
     } else if (q.sq.sub < q.sq.tail) {
         mark_dirty(c, q);
+    }
+}
+
+void release_core_work(vcontext& c, vqp& q)
+{
+    if (q.conn != k_no_conn && q.rq.sub > q.rq.head) {
+        // What the core holds for no message yet: a late SEND must not land in memory the
+        // application takes back after destroying the QP (it meets RNR instead, spec 8.2).
+        q.rq.sub -= c.node->ep().withdraw_recvs(q.conn, q.rx_stream);
+        q.clean_stream = q.rq.sub == q.rq.head;
+    }
+    if (q.conn != k_no_conn && q.sq.sub > q.sq.head) {
+        // Completed (flushed) or not, those sends are the application's to reclaim: the
+        // core finishes them from its own copies, and a deregistered region cannot fail
+        // the connection the peer's other QPs share.
+        c.node->ep().orphan_sends(q.conn, q.tx_stream);
+    }
+    if (q.srq != nullptr) {
+        // An SRQ's receives outlive the QP: those not in the core go back to the shared queue.
+        for (uint64_t s = q.rq.tail; s > q.rq.sub; --s) {
+            const uint32_t slot = q.rq.slot(s - 1);
+            const sge* g = &q.recv_sges[size_t(slot) * q.cap.max_recv_sge];
+            q.srq->pool.emplace_front(q.recvs[slot], std::vector<sge>(g, g + q.recvs[slot].num_sge));
+        }
+        q.rq.tail = q.rq.sub;
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fixed_ring.hpp"
@@ -208,6 +209,7 @@ struct send_slot {
     bool in_use = false;
     bool done = false;
     bool resp_complete = false;       // READ: every response byte has landed
+    bool orphaned = false;            // its bytes are an orphan_copy: never sent by reference
     wc_status status = wc_status::success;
     wire::opcode op{};
     uint32_t msn = 0;
@@ -222,6 +224,15 @@ struct send_slot {
     coverage resp;                    // READ: response packets placed
     uint32_t rnr_count = 0;
     int32_t next_in_stream = k_nil;
+};
+
+// A request whose Verbs QP went away: its bytes, copied where the engine owns them, so
+// it can still be resent (or its READ response land) after the application's regions go.
+struct orphan_copy {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint32_t lkey = 0;
+    uint32_t slot = 0;                // send slot and msn it serves; pruned once they differ
+    uint32_t msn = 0;
 };
 
 // Responder: one inbound message, keyed by the peer's msn % max_msgs.
@@ -346,6 +357,7 @@ struct connection {
     uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
 
     std::vector<send_slot> sq;        // size = own max_msgs
+    std::vector<orphan_copy> orphans; // control path only (endpoint::orphan_sends)
     uint32_t next_msn = 0;            // next msn to assign
     uint32_t tx_msn = 0;              // next msn to packetize
     uint32_t outstanding = 0;

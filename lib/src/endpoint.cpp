@@ -277,6 +277,24 @@ post_result endpoint::post_recv(conn_id id, uint16_t stream, const recv_wr& wr)
     return impl_->post_recv(*c, stream, wr);
 }
 
+uint32_t endpoint::withdraw_recvs(conn_id id, uint16_t stream) noexcept
+{
+    connection* c = impl_->find(id);
+    if (c == nullptr || stream >= c->streams_n) {
+        return 0;
+    }
+    return impl_->withdraw_recvs(*c, stream);
+}
+
+uint32_t endpoint::orphan_sends(conn_id id, uint16_t stream)
+{
+    connection* c = impl_->find(id);
+    if (c == nullptr || stream >= c->streams_n) {
+        return 0;
+    }
+    return impl_->orphan_sends(*c, stream);
+}
+
 size_t endpoint::poll_cq(std::span<completion> out)
 {
     size_t n = 0;

@@ -156,6 +156,9 @@ struct endpoint::impl {
     post_result check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept;
     // A receive is consumed (completed or flushed): its list goes back to the pool.
     void consume_recv(detail::stream_state& ss) noexcept;
+    uint32_t withdraw_recvs(connection& c, uint16_t stream) noexcept;
+    uint32_t orphan_sends(connection& c, uint16_t stream);
+    void drop_orphans(connection& c, bool all) noexcept;
     void release_lists(connection& c) noexcept;
 
     // requester.cpp

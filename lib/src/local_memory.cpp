@@ -93,8 +93,76 @@ void endpoint::impl::consume_recv(detail::stream_state& ss) noexcept
     ++ss.rq_consumed;
 }
 
+// Receives up to the last one an open inbound message has claimed stay: that message
+// is already being placed into it.
+uint32_t endpoint::impl::withdraw_recvs(connection& c, uint16_t stream) noexcept
+{
+    detail::stream_state& ss = c.streams[stream];
+    uint32_t keep = ss.rq_consumed;
+    for (const detail::recv_slot& rs : c.rslots) {
+        if (rs.in_use && rs.stream == stream && wire::info(rs.op).consumes_recv &&
+            !seq_lt(rs.recv_seq, keep)) {
+            keep = rs.recv_seq + 1;
+        }
+    }
+    uint32_t n = 0;
+    while (seq_lt(keep, ss.rq_posted)) {
+        --ss.rq_posted;
+        detail::posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
+        sges.release(r.sgl);
+        r.sgl = sge_pool::k_none;
+        ++n;
+    }
+    return n;
+}
+
+uint32_t endpoint::impl::orphan_sends(connection& c, uint16_t stream)
+{
+    drop_orphans(c, false);
+    uint32_t n = 0;
+    for (int32_t i = c.streams[stream].head; i != detail::k_nil; i = c.sq[i].next_in_stream) {
+        detail::send_slot& s = c.sq[i];
+        const uint32_t len = s.wr.local.length;
+        if (!s.in_use || s.done || s.orphaned || len == 0) {
+            continue;
+        }
+        detail::orphan_copy o;
+        o.bytes = std::make_unique<uint8_t[]>(len);
+        if (s.op != wire::opcode::read_req && gather(s.wr.local, s.sgl, 0, len, o.bytes.get()) != mr_check::ok) {
+            continue; // already unreadable: its next packet fails as it would have
+        }
+        const auto mr = mrs.register_region(o.bytes.get(), len, access::local_write);
+        if (!mr) {
+            continue; // table full: this request keeps depending on the caller's memory
+        }
+        o.lkey = mr->lkey;
+        o.slot = uint32_t(i);
+        o.msn = s.msn;
+        sges.release(s.sgl);
+        s.sgl = sge_pool::k_none;
+        s.wr.local = sge{mr->va, len, mr->lkey};
+        s.orphaned = true;
+        c.orphans.push_back(std::move(o));
+        ++n;
+    }
+    return n;
+}
+
+void endpoint::impl::drop_orphans(connection& c, bool all) noexcept
+{
+    std::erase_if(c.orphans, [&](const detail::orphan_copy& o) {
+        const detail::send_slot& s = c.sq[o.slot];
+        if (!all && s.in_use && s.msn == o.msn) {
+            return false;
+        }
+        mrs.deregister(o.lkey);
+        return true;
+    });
+}
+
 void endpoint::impl::release_lists(connection& c) noexcept
 {
+    drop_orphans(c, true);
     for (detail::send_slot& s : c.sq) {
         if (s.in_use) {
             sges.release(s.sgl);

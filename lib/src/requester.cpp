@@ -238,7 +238,8 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         send_slot& s = c.sq[r.slot];
         bool by_ref = false;
         mr_check mc = mr_check::ok;
-        if (s.op != wire::opcode::read_req && f.want_payload_ref && r.len > 0) {
+        // An orphan copy may be freed before a port has sent a frame pointing into it.
+        if (s.op != wire::opcode::read_req && f.want_payload_ref && !s.orphaned && r.len > 0) {
             mc = gather_refs(s.wr.local, s.sgl, r.offset, r.len, f, by_ref);
         }
         if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {

@@ -38,6 +38,17 @@ public:
     // Verbs-shaped posting and polling.
     post_result post_send(conn_id c, const send_wr& wr, uint64_t now_ns);
     post_result post_recv(conn_id c, uint16_t stream, const recv_wr& wr);
+    // Takes back a stream's posted receives that no arriving message has claimed yet, with
+    // no completions (the caller owns their wr_ids): for a Verbs QP leaving its stream, so
+    // a late SEND meets "receive not ready" (spec 8.2) instead of memory the QP gave up.
+    // Returns how many were withdrawn.
+    uint32_t withdraw_recvs(conn_id c, uint16_t stream) noexcept;
+    // Makes a stream's unfinished requests independent of application memory: each one's
+    // bytes are copied into memory the engine owns (a READ lands in a scratch buffer), so
+    // it can still be resent after the caller deregisters its regions, and the connection
+    // its other streams share does not fail on it. For a Verbs QP being destroyed (its
+    // completions still come, for the caller to ignore). Control path: allocates.
+    uint32_t orphan_sends(conn_id c, uint16_t stream);
     size_t poll_cq(std::span<completion> out);
     size_t poll_events(std::span<conn_event> out);
 
