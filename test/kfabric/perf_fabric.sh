@@ -58,7 +58,7 @@ ip netns exec "$KF_NS_B" timeout 60 stdbuf -oL "$perf" $(eal "$prefix-c" $cores)
   "${run[@]}" --gateway "$KF_GW_B" 10.0.0.1 </dev/null >"$dir/client.out" 2>"$dir/client.err" &
 cpid=$!
 
-cut_ns=0; restore_ns=0
+cut_ns=0; restore_ns=0; t0=0
 # Whose plane-1 link is cut: cut takes the data sender's (B, the client: its own port
 # then refuses frames), restore the receiver's (A); KFABRIC_CUT_SIDE=a|b overrides.
 side=${KFABRIC_CUT_SIDE:-$([ "$mode" = cut ] && echo b || echo a)}
@@ -84,4 +84,4 @@ for side in client server; do
 done
 echo "=== fabric"; cat "$dir/fabric.txt"
 python3 "$here/analyze.py" --mode "$mode" --dir "$dir" --client-rc "$crc" --server-rc "$src" \
-  --cut-ns "$cut_ns" --restore-ns "$restore_ns"
+  --cut-ns "$cut_ns" --restore-ns "$restore_ns" --restore-start-ns "$t0"
