@@ -6,7 +6,8 @@ Usage: report.py DIR [--readme README.md] [--check]
   DIR/run.json says which set ran and how: {"quick": bool, "elapsed_s": s, "cores": n,
   "experiments": [dirs], "sweep": family}; without "experiments", the first five ran
   (runs from before 6_scale_across); without "sweep", no sweep ran.
-  DIR/sweep.json holds the sweep's worst values; --check recomputes them from the runs.
+  DIR/sweep.json holds the sweep's worst values, DIR/seeds.json the seed spread ("seeds":
+  family in run.json); --check recomputes both from the runs.
   --readme F  also rewrites (or checks) F's block between the experiments markers.
   --check     writes nothing; exits 1, with a diff, when DIR's README.md, its figures or
               F's block differ from what DIR's JSON gives, or when a run's input is not
@@ -21,6 +22,7 @@ import tempfile
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seeds  # noqa: E402
 import sweep  # noqa: E402
 from definitions import EXPERIMENTS, PROTOCOLS, result_path  # noqa: E402
 
@@ -30,6 +32,10 @@ LEGACY = ["1_loss", "2_incast", "3_planes", "4_plane_failure", "5_collectives"]
 BEGIN = ("<!-- experiments:begin (written by ./scripts/experiments.sh --update from "
          "doc/results/; change the script, not this block) -->")
 END = "<!-- experiments:end -->"
+
+
+# Parts of the results that are summaries (their own JSON file), not per-run tables.
+SUMMARIES = ("sweep", "seeds")
 
 
 def experiments(manifest):
@@ -48,6 +54,22 @@ def load_sweep(out, manifest, problems, expected):
         if r is not None:
             runs[key] = r
     return runs
+
+
+def load_seeds(out, manifest, results, problems, expected):
+    """seeds.json's content from the extra seeds' runs and the experiments' own (seed 1)."""
+    family = manifest.get("seeds")
+    if family is None:
+        return None
+    extra = {}
+    for key, s in seeds.cases(family, manifest["quick"]):
+        r = load_result(out, seeds.file_name(key), s, "seeds.py", problems, expected)
+        if r is not None:
+            extra[key] = r
+    if problems:
+        return None
+    return seeds.summary({d: res["metaroce"] for d, res in results.items() if d != "sweep"},
+                         extra, family)
 
 
 def load_result(out, rel, scenario, builder, problems, expected):
@@ -80,6 +102,9 @@ def load(out):
             r = load_result(out, result_path(exp, s), s, "definitions.py", problems, expected)
             if r is not None:
                 res[proto][key] = r
+    spread = load_seeds(out, manifest, results, problems, expected)
+    if spread is not None:
+        results["seeds"] = spread
     for path in sorted(glob.glob(os.path.join(out, "*", "*.json"))):
         rel = os.path.relpath(path, out)
         if rel not in expected:
@@ -95,15 +120,18 @@ def sections(manifest, results):
         body += lines
         targets += t
         head += h
-    if "sweep" in results:
-        lines, t, h = sweep.report(results["sweep"])
-        body += lines
-        targets += t
-        head += h
-    sim_s = sum(r["wall_time_s"] for d, res in results.items() if d != "sweep"
-                for by in res.values() for r in by.values()) + results.get("sweep", {}).get("sim_s", 0)
+    for part, module in (("seeds", seeds), ("sweep", sweep)):
+        if part in results:
+            lines, t, h = module.report(results[part])
+            body += lines
+            targets += t
+            head += h
+    sim_s = sum(r["wall_time_s"] for d, res in results.items() if d not in SUMMARIES
+                for by in res.values() for r in by.values()) + \
+        sum(results.get(part, {}).get("sim_s", 0) for part in SUMMARIES)
     cmd = ("./scripts/experiments.sh --update" + (" --quick" if quick else "")
-           + (" --sweep" if manifest.get("sweep") in ("full", "quick") else ""))
+           + (" --sweep" if manifest.get("sweep") in ("full", "quick") else "")
+           + (" --seeds" if "seeds" in manifest else ""))
     e = manifest["elapsed_s"]
     took = (f"{sim_s:.0f} s of simulation, {f'{e:.0f} s' if e < 120 else f'{e / 60:.0f} min'} "
             f"for the whole script on {manifest['cores']} cores")
@@ -169,18 +197,20 @@ def draw(manifest, results, out):
     plots.draw_all(experiments(manifest), results, manifest["quick"], out)
 
 
-def sweep_json(results):
-    return json.dumps(results["sweep"], indent=1) + "\n"
+def summary_json(results, part):
+    return json.dumps(results[part], indent=1) + "\n"
 
 
 def check(out, readme):
     manifest, results, problems = load(out)
     if problems:
         return problems
-    if "sweep" in results:
-        path = os.path.join(out, "sweep.json")
+    for part in SUMMARIES:
+        if part not in results:
+            continue
+        path = os.path.join(out, f"{part}.json")
         have = open(path).read() if os.path.exists(path) else ""
-        want = sweep_json(results)
+        want = summary_json(results, part)
         if have != want:
             problems.append(diff(path, want, have))
     path = os.path.join(out, "README.md")
@@ -218,9 +248,10 @@ def write(out, readme):
     if problems:
         raise SystemExit("\n".join(problems))
     draw(manifest, results, out)
-    if "sweep" in results:
-        with open(os.path.join(out, "sweep.json"), "w") as f:
-            f.write(sweep_json(results))
+    for part in SUMMARIES:
+        if part in results:
+            with open(os.path.join(out, f"{part}.json"), "w") as f:
+                f.write(summary_json(results, part))
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(results_readme(manifest, results))
     if readme:
