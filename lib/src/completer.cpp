@@ -255,7 +255,59 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         set_rto(c, p, p.inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
         set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     }
+    if ((pk.flags & wire::bth_flag::also_acks) != 0) {
+        on_also_cum(c, pk.path, a.also_cum.host());
+    }
     mark_ready(c);
+}
+
+// Another path's cumulative point, repeated from the ACK before this one (spec 3.6). Kept,
+// not applied: that path's own ACK, if it arrives, brings the RTT sample, the ECN counts
+// and the window growth. The point only spares a resend once the path's timers fire or a
+// loss is about to be resent (settle_also).
+void endpoint::impl::on_also_cum(connection& c, uint8_t own_path, uint32_t also_cum) noexcept
+{
+    const uint32_t qi = also_cum >> 24;
+    if (qi >= c.ptx.size() || qi == own_path) {
+        return;
+    }
+    path_tx& q = c.ptx[qi];
+    const uint32_t to = q.una + ((also_cum - q.una) & wire::k_also_psn_mask);
+    if (seq_gt(to, q.una) && !seq_gt(to, q.next_psn) && seq_gt(to, q.also_cum)) {
+        q.also_cum = to;
+    }
+}
+
+// What a repeated cumulative point covers arrived: settled as an ACK would, without an
+// RTT sample or window growth. True if it settled anything.
+bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexcept
+{
+    path_tx& q = c.ptx[qi];
+    const uint32_t to = q.also_cum;
+    if (!seq_gt(to, q.una) || seq_gt(to, q.next_psn)) {
+        return false;
+    }
+    uint32_t newly = 0;
+    for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
+        if (outstanding(r.state)) {
+            --q.inflight;
+            --c.inflight;
+            ++newly;
+            credit(c, r); // not RACK's clock: when it arrived is unknown, only that it did
+        }
+        r.state = rec_state::free;
+    });
+    advance_una(c, q, to);
+    if (newly == 0) {
+        return false;
+    }
+    stats.rx_also_acked += newly;
+    path_progress(c, q, now);
+    const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
+    set_rto(c, q, q.inflight > 0 ? now + q.rto_ns + queue : k_no_deadline);
+    set_tlp(c, q, q.inflight > 0 ? now + probe_timeout(q, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+    mark_ready(c);
+    return true;
 }
 
 void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t now) noexcept
@@ -481,6 +533,9 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
     }
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
+        if (p.tlp_deadline <= now || p.rto_deadline <= now) {
+            settle_also(c, i, now); // a lost ACK: what it acknowledged is not resent
+        }
         if (p.tlp_deadline <= now) {
             // Tail-loss probe (spec 5.6): the path went quiet with packets out and no
             // later packet can reveal a gap; act well before the RTO.

@@ -121,6 +121,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         path_tx& p = c.ptx[i];
         p.next_psn = c.isn;
         p.una = c.isn;
+        p.also_cum = c.isn;
         p.home_plane = uint8_t(i % c.planes);
         p.plane = pick_plane(c, p.home_plane, false);
         p.udp_sport = path_entropy(c, i, 0);

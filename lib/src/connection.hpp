@@ -69,7 +69,7 @@ struct send_log {
     }
 };
 
-// Ordered by size (no padding): 208 bytes, the records of packets in flight aside.
+// Ordered by size (no padding): 212 bytes, the records of packets in flight aside.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
@@ -77,6 +77,7 @@ struct path_tx {
     uint32_t xmit_counter = 0;
     uint32_t highest_sacked_xmit = 0;
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
+    uint32_t also_cum = 0;            // highest cum another path's ACK repeated (spec 3.6)
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
     // smoothed values lie between samples, so 32 bits hold them exactly.
     uint32_t srtt_ns = 0;
@@ -390,6 +391,7 @@ struct connection {
     bool hello_phase_new = true;      // the next CONNECT/ACCEPT starts a phase
     uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
+    int32_t last_ack_path = -1;       // path of the ACK sent last: the next ACK repeats its cum (3.6)
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next

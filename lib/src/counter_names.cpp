@@ -23,6 +23,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, rx_payload_bytes, "payload bytes placed into memory, duplicates excluded"),
     METAROCE_COUNTER(counters, tx_acks, "ACKs sent"),
     METAROCE_COUNTER(counters, rx_acks, "ACKs received"),
+    METAROCE_COUNTER(counters, rx_also_acked, "packets acknowledged by another path's ACK (a lost ACK repaired)"),
     METAROCE_COUNTER(counters, tx_naks, "NAKs sent"),
     METAROCE_COUNTER(counters, rx_naks, "NAKs received"),
     METAROCE_COUNTER(counters, retransmits, "data packets resent"),

@@ -301,6 +301,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         if (p.state == path_state::failed) {
             return false; // only failed paths have something to resend
         }
+        settle_also(c, path, now); // what a later ACK said arrived is not sent again
         // Lost records in PSN order from the lowest one queued. Each scan step moves
         // retx_from forward; only queue_retx moves it back (amortised O(1) per packet).
         uint32_t psn = seq_lt(p.retx_from, p.una) ? p.una : p.retx_from;

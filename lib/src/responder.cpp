@@ -477,6 +477,14 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
     r.win.to_wire(a.sack);
+    if (c.last_ack_path >= 0 && c.last_ack_path != path) {
+        // The previous ACK, repeated in short: if it was lost, the data it acknowledged
+        // is not resent (spec 3.6).
+        const uint32_t q = uint32_t(c.last_ack_path);
+        a.also_cum = wire::be32_t::from_host(wire::pack_also_cum(uint8_t(q), c.prx[q].win.expected()));
+        b.flags |= wire::bth_flag::also_acks;
+    }
+    c.last_ack_path = path;
     r.rx_pkts = 0;
     r.ce_pkts = 0;
     r.bytes_since_ack = 0;

@@ -573,8 +573,14 @@ void tester::audit(const rx_pkt& p)
     }
     if (v.op == wire::opcode::ack) {
         ++checked["3.6"];
-        if (rd32(b, 32) != 0) {
-            bad("3.6", "ACK reserved field not 0");
+        const uint32_t also = rd32(b, 32);
+        if ((v.flags & wire::bth_flag::also_acks) == 0 && also != 0) {
+            bad("3.6", "ACK also_cum not 0 without ALSO_ACKS");
+        }
+        if ((v.flags & wire::bth_flag::also_acks) != 0 &&
+            ((also >> 24) == v.path || (c != nullptr && c->paths != 0 && (also >> 24) >= c->paths))) {
+            bad("3.6", "ACK also_cum names path " + std::to_string(also >> 24) +
+                           " (its own, or beyond the connection's paths)");
         }
         if (p.sack_bit(0)) {
             bad("3.6", "ACK with SACK bit 0 set");

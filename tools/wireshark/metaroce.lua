@@ -11,7 +11,7 @@ local VERSION = 1
 local UDP_PORT = 4796
 local SACK_BITS = 256
 local SIZE = { bth = 20, msg = 24, reth = 16, imm = 4, ack = 48, nak = 8, hello = 40, close = 8, probe = 8, cookie = 24 }
-local FLAG = { last = 1, ack_req = 2, retx = 4, solicited = 8, known = 15 }
+local FLAG = { last = 1, ack_req = 2, retx = 4, solicited = 8, also_acks = 16, known = 31 }
 local OPCODES = {
   [0x01] = { name = "WRITE", msg = true, reth = true, imm = false, payload = true, reliable = true, ext = 40 },
   [0x02] = { name = "WRITE_IMM", msg = true, reth = true, imm = true, payload = true, reliable = true, ext = 44 },
@@ -59,6 +59,7 @@ f.flag_last = ProtoField.bool("metaroce.flags.last", "LAST", 16, nil, FLAG.last)
 f.flag_ack_req = ProtoField.bool("metaroce.flags.ack_req", "ACK_REQ", 16, nil, FLAG.ack_req)
 f.flag_retx = ProtoField.bool("metaroce.flags.retx", "RETX", 16, nil, FLAG.retx)
 f.flag_solicited = ProtoField.bool("metaroce.flags.solicited", "SOLICITED", 16, nil, FLAG.solicited)
+f.flag_also_acks = ProtoField.bool("metaroce.flags.also_acks", "ALSO_ACKS", 16, nil, FLAG.also_acks)
 f.dst_conn = ProtoField.uint32("metaroce.dst_conn", "Destination connection", base.HEX)
 f.psn = ProtoField.uint32("metaroce.psn", "PSN")
 f.path = ProtoField.uint8("metaroce.path", "Path")
@@ -82,6 +83,8 @@ f.ts_echo = ProtoField.uint32("metaroce.ts_echo", "Timestamp echo")
 f.rate_hint = ProtoField.uint32("metaroce.rate_hint_mbps", "Rate hint (Mb/s)")
 f.rx_pkts = ProtoField.uint16("metaroce.rx_pkts", "Packets received")
 f.ce_pkts = ProtoField.uint16("metaroce.ce_pkts", "CE-marked packets")
+f.also_path = ProtoField.uint8("metaroce.also_path", "Also acknowledged: path")
+f.also_cum = ProtoField.uint24("metaroce.also_cum", "Also acknowledged: cumulative PSN (low 24 bits)")
 f.sack = ProtoField.bytes("metaroce.sack", "SACK bitmap")
 f.sack_count = ProtoField.uint16("metaroce.sack_count", "PSNs selectively acknowledged")
 f.sack_psn = ProtoField.uint32("metaroce.sack_psn", "SACKed PSN")
@@ -148,6 +151,7 @@ function proto.dissector(buf, pinfo, root)
     ft:add(f.flag_ack_req, buf(2, 2))
     ft:add(f.flag_retx, buf(2, 2))
     ft:add(f.flag_solicited, buf(2, 2))
+    ft:add(f.flag_also_acks, buf(2, 2))
     tree:add(f.dst_conn, buf(4, 4))
     tree:add(f.psn, buf(8, 4))
     tree:add(f.path, buf(12, 1))
@@ -223,6 +227,10 @@ function proto.dissector(buf, pinfo, root)
         tree:add(f.rate_hint, buf(at + 4, 4))
         tree:add(f.rx_pkts, buf(at + 8, 2))
         tree:add(f.ce_pkts, buf(at + 10, 2))
+        if bit.band(flags, FLAG.also_acks) ~= 0 then
+            tree:add(f.also_path, buf(at + 12, 1))
+            tree:add(f.also_cum, buf(at + 13, 3))
+        end
         local n = add_sack(tree, buf(at + 16, SACK_BITS / 8), psn)
         info = info .. string.format(" cum=%u sacked=%d rx=%d ce=%d hint=%dMb/s", psn, n,
                                      buf(at + 8, 2):uint(), buf(at + 10, 2):uint(), buf(at + 4, 4):uint())

@@ -25,6 +25,7 @@ struct counters {
     uint64_t rx_payload_bytes = 0;     // placed into memory, duplicates excluded
     uint64_t tx_acks = 0;
     uint64_t rx_acks = 0;
+    uint64_t rx_also_acked = 0;        // packets acknowledged by another path's ACK (a lost ACK repaired)
     uint64_t tx_naks = 0;
     uint64_t rx_naks = 0;
     uint64_t retransmits = 0;

@@ -43,7 +43,8 @@ inline constexpr uint16_t last = 1u << 0;     // last packet of its message
 inline constexpr uint16_t ack_req = 1u << 1;  // receiver should acknowledge now
 inline constexpr uint16_t retx = 1u << 2;     // this is a retransmission
 inline constexpr uint16_t solicited = 1u << 3; // wake the receiver's application (Verbs solicited event)
-inline constexpr uint16_t known = last | ack_req | retx | solicited;
+inline constexpr uint16_t also_acks = 1u << 4; // ACK: also_cum is set (spec 3.6)
+inline constexpr uint16_t known = last | ack_req | retx | solicited | also_acks;
 } // namespace bth_flag
 
 // spec 3.1: base transport header, first in every packet.
@@ -93,10 +94,18 @@ struct ack_header {
     be32_t rate_hint_mbps;  // receiver's allocated share for this sender, 0 = no hint
     be16_t rx_pkts;         // data packets received on this path since the previous ACK
     be16_t ce_pkts;         // how many of them carried ECN CE
-    be32_t reserved;
+    be32_t also_cum;        // another path's cumulative ack: path << 24 | low 24 bits of its PSN
     uint8_t sack[k_sack_bits / 8];
 } __attribute__((packed));
 static_assert(sizeof(ack_header) == 48);
+
+// ack_header.also_cum: a path's windows are far smaller than 2^23 packets, so its sender
+// places the low 24 bits of a cumulative point within [una, next_psn] unambiguously.
+inline constexpr uint32_t k_also_psn_mask = 0xffffffu;
+inline constexpr uint32_t pack_also_cum(uint8_t path, uint32_t cum) noexcept
+{
+    return uint32_t(path) << 24 | (cum & k_also_psn_mask);
+}
 
 enum class nak_reason : uint8_t {
     rnr = 1,             // no receive posted yet: retry later
