@@ -129,6 +129,7 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
         sges.release(s.sgl);
         s.sgl = detail::sge_pool::k_none;
         s.in_use = false;
+        release_slot(send_slots, c.sq, uint32_t(s.msn % c.sq.size()));
         --c.outstanding;
         ++c.tx_msgs_completed;
     }
@@ -209,6 +210,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (newly > 0 && cfg.transport.rack) {
         rack_detect(c, now);
+    }
+    if (c.inflight == 0) {
+        c.sent_order.pop_to(logs, c.sent_order.tail); // every entry is settled: the chunks go back
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -383,11 +387,14 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         return;
     }
     send_log& log = c.sent_order;
-    const uint32_t mask = uint32_t(log.items.size() - 1);
     uint64_t wait = 0;
     uint32_t h = log.head;
+    uint16_t chunk = log.head_chunk;
     for (; h != log.tail; ++h) {
-        const sent_entry e = log.items[h & mask];
+        if (h % k_log_chunk == 0 && h != log.head) {
+            chunk = logs.aux(chunk); // the next chunk of the chain
+        }
+        const sent_entry e = logs.base()[size_t(chunk) * k_log_chunk + h % k_log_chunk];
         const uint32_t path = e.path();
         path_tx& p = c.ptx[path];
         if (seq_lt(e.psn, p.una)) {
@@ -437,7 +444,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
         }
     }
-    log.head = h;
+    log.pop_to(logs, h);
 }
 
 // Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data

@@ -98,7 +98,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->streams_n = std::max<uint16_t>(t.max_streams, 1);
     c->max_msgs = std::max<uint16_t>(t.max_msgs, 1);
     c->planes = std::max<uint8_t>(t.planes, 1);
-    c->sq.resize(c->max_msgs);
+    c->sq.reset(send_slots.base(), send_slots.sentinel(), c->max_msgs);
     // Receive rings are sized by the first post_recv of each stream: a connection with
     // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
@@ -134,7 +134,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     // Start each connection's round robin at a different path, so many connections do
     // not all put their first packets on the same plane.
     c.rr_path = uint32_t(random64() % c.paths);
-    c.rslots.assign(c.max_msgs, recv_slot{});
+    c.rslots.reset(recv_slots.base(), recv_slots.sentinel(), c.max_msgs); // once: a connection is set up once
     // c.streams keeps its local size: requests posted while connecting may name
     // streams beyond the agreed count; on_accept fails those.
     c.ack_queue = fixed_ring<uint16_t>(c.paths);
@@ -142,7 +142,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.tlp_paths = fixed_ring<uint16_t>(c.paths);
     // Room for every packet the windows allow on the wire (entries of settled packets
     // leave when they reach the front; on overflow the oldest goes, to the tail probe).
-    c.sent_order.reset(std::min<size_t>(size_t(c.paths) * k_path_window, size_t(t.cc.conn_cwnd_max)));
+    c.sent_order.cap = uint32_t(std::max<double>(1, std::min<double>(double(c.paths) * k_path_window, t.cc.conn_cwnd_max)));
 }
 
 uint64_t endpoint::impl::make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce,
@@ -497,6 +497,7 @@ void endpoint::impl::flush(connection& c) noexcept
     }
     c.retx_paths.clear();
     release_records(c); // nothing reads them after a flush: no ACK or timer touches the paths
+    c.sent_order.pop_to(logs, c.sent_order.tail);
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
 }
@@ -570,6 +571,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
     std::erase(cq_waiters, c.id);
     rates.release(idx);
     release_lists(c);
+    release_slots(c);
     conns[idx].reset();
     free_slots.push_back(idx);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "chunk_pool.hpp"
 #include "fixed_ring.hpp"
 #include "record_pool.hpp"
 #include "metaroce/congestion.hpp"
@@ -42,28 +43,67 @@ struct sent_entry {
     bool names(uint32_t xmit_no) const noexcept { return (tag >> 8) == (xmit_no & 0xffffffu); }
 };
 
-// The connection's transmissions in send order (RACK). Power-of-two ring with free-running
-// indexes so a walk pops many entries with one store; when full the oldest is dropped (it
-// loses RACK, not the tail probe or the RTO).
+// The connection's transmissions in send order (RACK), in chunks of k_log_chunk entries
+// drawn from the endpoint's log pool while packets are in flight and chained through the
+// pool's aux words: an idle connection holds none. Free-running indexes, so a walk pops
+// many entries with one store. Past `cap` entries the oldest is dropped, and with the
+// pool spent a transmission goes unlogged: either loses RACK for it, not the tail probe
+// or the RTO.
+inline constexpr uint32_t k_log_chunk = 64;
+using log_pool = chunk_pool<sent_entry, k_log_chunk>;
+
 struct send_log {
-    std::vector<sent_entry> items;
     uint32_t head = 0;
     uint32_t tail = 0;
+    uint32_t cap = 1;
+    uint16_t head_chunk = 0;          // holds entry head; meaningless while empty
+    uint16_t tail_chunk = 0;          // holds entry tail - 1
 
-    void reset(size_t capacity)
+    // An empty log holds no chunk.
+    bool empty() const noexcept { return head == tail; }
+    uint32_t chunks() const noexcept
     {
-        size_t n = 1;
-        while (n < capacity) {
-            n <<= 1;
-        }
-        items.assign(n, sent_entry{});
-        head = tail = 0;
+        constexpr uint32_t k_mask = 0xffffffffu / k_log_chunk; // chunk numbers wrap with indexes
+        return empty() ? 0 : ((((tail - 1) / k_log_chunk) - (head / k_log_chunk)) & k_mask) + 1;
     }
-    void push(const sent_entry& e) noexcept
+    // False when the pool had no chunk for it (counted by the caller).
+    bool push(log_pool& pool, const sent_entry& e) noexcept
     {
-        items[tail++ & (items.size() - 1)] = e;
-        if (tail - head > items.size()) {
-            ++head;
+        if (empty() || tail % k_log_chunk == 0) {
+            const uint16_t c = pool.take();
+            if (c == pool.sentinel()) {
+                return false;
+            }
+            if (empty()) {
+                head_chunk = c;
+            } else {
+                pool.aux(tail_chunk) = c;
+            }
+            tail_chunk = c;
+        }
+        pool.base()[size_t(tail_chunk) * k_log_chunk + tail % k_log_chunk] = e;
+        ++tail;
+        if (tail - head > cap) {
+            pop_to(pool, head + 1);
+        }
+        return true;
+    }
+    // Drops the entries before `to` (head <= to <= tail); chunks left behind go back.
+    void pop_to(log_pool& pool, uint32_t to) noexcept
+    {
+        if (empty()) {
+            head = tail = to;
+            return;
+        }
+        while (head / k_log_chunk != to / k_log_chunk) {
+            const uint16_t next = pool.aux(head_chunk); // stale past the tail chunk: unused then
+            pool.give(head_chunk);
+            head_chunk = next;
+            head = (head / k_log_chunk + 1) * k_log_chunk;
+        }
+        head = to;
+        if (empty() && tail % k_log_chunk != 0) {
+            pool.give(head_chunk); // the tail's chunk, partly filled
         }
     }
 };
@@ -345,13 +385,13 @@ struct connection {
     uint32_t reo_clean = 0;           // RACK losses since the window last changed
     uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
 
-    std::vector<send_slot> sq;        // size = own max_msgs
+    slot_table<send_slot> sq;         // size = own max_msgs; chunks while in use
     uint32_t next_msn = 0;            // next msn to assign
     uint32_t tx_msn = 0;              // next msn to packetize
     uint32_t outstanding = 0;
     uint32_t reads_outstanding = 0;
 
-    std::vector<recv_slot> rslots;    // size = negotiated max_msgs
+    slot_table<recv_slot> rslots;     // size = negotiated max_msgs; chunks while in use
     std::vector<stream_state> streams;
 
     std::vector<read_job> jobs;

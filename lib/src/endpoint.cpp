@@ -24,7 +24,8 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), cc(c.transport.cc),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks),
+      send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -115,6 +116,24 @@ void endpoint::impl::release_records(connection& c) noexcept
     if (gave && !pool_waiters.empty()) {
         wake_pool_waiters();
     }
+}
+
+// Teardown: every slot and log chunk goes back, whatever its messages' state.
+void endpoint::impl::release_slots(connection& c) noexcept
+{
+    for (uint16_t& d : c.sq.dir) {
+        if (d != send_slots.sentinel()) {
+            send_slots.give(d);
+            d = send_slots.sentinel();
+        }
+    }
+    for (uint16_t& d : c.rslots.dir) {
+        if (d != recv_slots.sentinel()) {
+            recv_slots.give(d);
+            d = recv_slots.sentinel();
+        }
+    }
+    c.sent_order.pop_to(logs, c.sent_order.tail);
 }
 
 void endpoint::impl::wait_for_records(connection& c) noexcept
@@ -478,9 +497,15 @@ std::vector<conn_id> endpoint::connections() const
 
 namespace {
 
+// Pool chunks a directory names (the others name the sentinel).
+size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
+{
+    return size_t(std::count_if(dir.begin(), dir.end(), [&](uint16_t d) { return d != sentinel; }));
+}
+
 // What a connection holds right now: its own structures and the pool chunks of its
-// packets in flight (an idle path holds none).
-size_t state_bytes(const connection& c) noexcept
+// messages and packets in flight (an idle connection holds none).
+size_t state_bytes(const connection& c, uint16_t send_nil, uint16_t recv_nil) noexcept
 {
     size_t chunks = 0;
     for (const path_tx& p : c.ptx) {
@@ -489,11 +514,13 @@ size_t state_bytes(const connection& c) noexcept
     }
     size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record);
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
-    bytes += c.sq.size() * sizeof(send_slot) + c.rslots.size() * sizeof(recv_slot);
+    bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
+             held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
+    bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
     bytes += c.jobs.size() * sizeof(read_job);
     bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
     bytes += c.naks.capacity() * sizeof(nak_entry);
-    bytes += c.sent_order.items.size() * sizeof(sent_entry) + c.tlp_paths.capacity() * sizeof(uint16_t);
+    bytes += c.sent_order.chunks() * log_pool::chunk_bytes() + c.tlp_paths.capacity() * sizeof(uint16_t);
     for (const stream_state& s : c.streams) {
         bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
     }
@@ -524,7 +551,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c);
+    ci.state_bytes = state_bytes(*c, impl_->send_slots.sentinel(), impl_->recv_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;

@@ -62,6 +62,9 @@ struct endpoint::impl {
     detail::sge_pool sges;
     detail::record_pool records;                    // in-flight packet records, all connections
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
+    detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
+    detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
+    detail::log_pool logs;                          // RACK send logs
     ecn_aimd cc;
     counters stats;
     rate_allocator rates;
@@ -106,6 +109,17 @@ struct endpoint::impl {
     void release_records(connection& c) noexcept;
     void wait_for_records(connection& c) noexcept;
     void wake_pool_waiters() noexcept;
+    // Message slot chunks (endpoint.cpp): slot i of a table is usable once claimed; the
+    // chunk goes back when its last claimed slot is released.
+    template <typename T>
+    bool claim_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool, detail::slot_table<T>& t,
+                    uint32_t i) noexcept;
+    template <typename T>
+    void release_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool, detail::slot_table<T>& t,
+                      uint32_t i) noexcept;
+    bool claim_recv_slot(connection& c, uint32_t i, bool next_to_commit) noexcept;
+    void release_slots(connection& c) noexcept;
+    void log_sent(connection& c, const detail::sent_entry& e) noexcept;
     void fill_frame_route(const connection& c, uint8_t plane, uint16_t sport, tx_frame& f) const noexcept;
     wire::bth_fields bth_for(const connection& c, wire::opcode op, uint8_t path, uint8_t plane,
                              uint64_t now) const noexcept;
@@ -255,6 +269,54 @@ inline void endpoint::impl::advance_una(connection& c, detail::path_tx& p, uint3
         if (!pool_waiters.empty()) {
             wake_pool_waiters();
         }
+    }
+}
+
+template <typename T>
+inline bool endpoint::impl::claim_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool,
+                                       detail::slot_table<T>& t, uint32_t i) noexcept
+{
+    uint16_t& d = t.dir[i >> detail::k_slot_shift];
+    if (d == pool.sentinel()) {
+        d = pool.take();
+        if (d == pool.sentinel()) {
+            ++stats.slot_pool_waits;
+            return false;
+        }
+    }
+    ++pool.aux(d);
+    return true;
+}
+
+template <typename T>
+inline void endpoint::impl::release_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool,
+                                         detail::slot_table<T>& t, uint32_t i) noexcept
+{
+    uint16_t& d = t.dir[i >> detail::k_slot_shift];
+    if (--pool.aux(d) == 0) {
+        pool.give(d);
+        d = pool.sentinel();
+    }
+}
+
+// Chunks kept back for the message each stream must commit next (spec 4.5): later
+// messages of many streams and connections could otherwise hold every chunk while the
+// one they all wait behind finds none.
+inline bool endpoint::impl::claim_recv_slot(connection& c, uint32_t i, bool next_to_commit) noexcept
+{
+    const uint32_t reserve = std::max<uint32_t>(1, recv_slots.capacity() / 16);
+    if (!next_to_commit && c.rslots.dir[i >> detail::k_slot_shift] == recv_slots.sentinel() &&
+        recv_slots.free_chunks() <= reserve) {
+        ++stats.slot_pool_waits;
+        return false;
+    }
+    return claim_slot(recv_slots, c.rslots, i);
+}
+
+inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e) noexcept
+{
+    if (!c.sent_order.push(logs, e)) {
+        ++stats.send_log_misses;
     }
 }
 

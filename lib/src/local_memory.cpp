@@ -95,7 +95,8 @@ void endpoint::impl::consume_recv(detail::stream_state& ss) noexcept
 
 void endpoint::impl::release_lists(connection& c) noexcept
 {
-    for (detail::send_slot& s : c.sq) {
+    for (uint32_t i = 0; i < c.sq.size(); ++i) {
+        detail::send_slot& s = c.sq[i]; // the idle sentinel where no chunk is held
         if (s.in_use) {
             sges.release(s.sgl);
             s.sgl = sge_pool::k_none;

@@ -61,17 +61,22 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
             return to_post_result(mc);
         }
     }
-    send_slot& s = c.sq[c.next_msn % c.sq.size()];
-    if (s.in_use) {
+    const uint32_t si = c.next_msn % c.sq.size();
+    if (c.sq[si].in_use) {
         return post_result::queue_full;
+    }
+    if (!claim_slot(send_slots, c.sq, si)) {
+        return post_result::queue_full; // every slot chunk of the endpoint is in use
     }
     int32_t list = detail::sge_pool::k_none;
     if (listed) {
         list = sges.store({wr.sg_list, wr.num_sge});
         if (list == detail::sge_pool::k_none) {
+            release_slot(send_slots, c.sq, si);
             return post_result::queue_full;
         }
     }
+    send_slot& s = c.sq[si]; // after the claim: before it the index named the sentinel
     stream_state& ss = c.streams[wr.stream];
     s = send_slot{};
     s.in_use = true;
@@ -270,7 +275,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
-    c.sent_order.push(sent_entry::make(psn, r.xmit_no, path));
+    log_sent(c, sent_entry::make(psn, r.xmit_no, path));
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;

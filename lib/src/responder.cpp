@@ -176,19 +176,20 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_bad_shape; // spec 4.3: every packet sits on the mtu grid
             o = nak(wire::nak_reason::invalid_request);
         } else {
-            recv_slot& rs = c.rslots[p.msn % c.rslots.size()];
+            const uint32_t slot_i = p.msn % c.rslots.size();
+            const recv_slot& cur = c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
             stream_state& ss = c.streams[p.stream];
             bool opened = false;
-            if (rs.in_use && rs.msn != p.msn) {
+            if (cur.in_use && cur.msn != p.msn) {
                 // The slot still holds an older message that cannot commit yet (our CQ
                 // is full). Not ready: acknowledging a packet we drop would lose it.
                 o.v = verdict::rnr;
-            } else if (rs.in_use && (rs.op != p.op || rs.stream != p.stream || rs.ssn != p.ssn ||
-                                     rs.msg_len != p.msg_len || rs.va != p.va || rs.rkey != p.rkey)) {
+            } else if (cur.in_use && (cur.op != p.op || cur.stream != p.stream || cur.ssn != p.ssn ||
+                                     cur.msg_len != p.msg_len || cur.va != p.va || cur.rkey != p.rkey)) {
                 o = nak(wire::nak_reason::invalid_request);
-            } else if (!rs.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
+            } else if (!cur.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
                 o.v = verdict::drop; // a message already committed
-            } else if (!rs.in_use) {
+            } else if (!cur.in_use) {
                 // First packet of this message to arrive: check it once, for all of it.
                 recv_slot n;
                 n.op = p.op;
@@ -221,14 +222,21 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                         c.bad_recv_status = wc_status::loc_len_err;
                     }
                 }
+                // A fresh slot chunk goes to the stream's next message to commit, or while
+                // more than the reserve is free: messages that must wait for an earlier
+                // one cannot take the chunks that one needs (it would never commit).
+                if (o.v == verdict::accepted && !claim_recv_slot(c, slot_i, p.ssn == ss.commit_ssn)) {
+                    o.v = verdict::rnr; // resent after the RNR delay
+                }
                 if (o.v == verdict::accepted) {
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
                     n.in_use = true;
-                    rs = n;
+                    c.rslots[slot_i] = n;
                     opened = true;
                 }
             }
+            recv_slot& rs = c.rslots[slot_i];
             // A message that is already complete (a peer repeating a packet under a new
             // PSN) takes nothing more: linking it twice would make the pending list a cycle.
             const uint32_t n_pkts = packets_in(rs.msg_len, c.mtu);
@@ -377,8 +385,10 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
                 ++stats.rx_access_errors;
             }
         }
+        const uint32_t done = uint32_t(*link);
         *link = rs.next_pending;
         rs.in_use = false;
+        release_slot(recv_slots, c.rslots, done);
         ++ss.commit_ssn;
         ++c.rx_msgs_committed;
     }
