@@ -38,6 +38,7 @@ public:
     }
 
     T* base() noexcept { return std::launder(reinterpret_cast<T*>(bytes_.get())); }
+    const T* base() const noexcept { return std::launder(reinterpret_cast<const T*>(bytes_.get())); }
     uint16_t sentinel() const noexcept { return uint16_t(capacity_); }
     bool empty() const noexcept { return free_count_ == 0; }
     uint32_t free_chunks() const noexcept { return free_count_; }

@@ -152,7 +152,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     uint32_t newly = 0;
     auto settle = [&](pkt_record& r) {
         if (outstanding(r.state)) {
-            --p.inflight;
+            --p.fl->inflight;
             --c.inflight;
             ++newly;
             rack_delivered(c, r, echo, now);
@@ -165,7 +165,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     });
     advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
-    uint32_t highest = p.highest_sacked_xmit;
+    uint32_t highest = p.fl->highest_sacked_xmit;
     for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
         if (a.sack[i / 8] == 0) {
             i |= 7; // nothing in this byte (the usual case: no holes, an all-zero bitmap)
@@ -182,8 +182,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         }
     }
     // A path delivers in order, so anything sent before a packet that arrived is lost.
-    if (seq_gt(highest, p.highest_sacked_xmit)) {
-        p.highest_sacked_xmit = highest;
+    if (seq_gt(highest, p.fl->highest_sacked_xmit)) {
+        p.fl->highest_sacked_xmit = highest;
         for_records(c, p, cum, p.next_psn, [&](uint32_t psn, pkt_record& r) {
             if (r.state == rec_state::in_flight && seq_lt(r.xmit_no, highest)) {
                 queue_retx(c, pk.path, psn);
@@ -256,8 +256,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
         const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-        set_rto(c, p, p.inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
-        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+        set_rto(c, p, p.fl->inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
+        set_tlp(c, p, p.fl->inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     }
     mark_ready(c);
 }

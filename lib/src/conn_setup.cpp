@@ -119,6 +119,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.prx.resize(c.paths);
     for (uint32_t i = 0; i < c.paths; ++i) {
         path_tx& p = c.ptx[i];
+        p.fl = nil_flight();
         p.next_psn = c.isn;
         p.una = c.isn;
         p.home_plane = uint8_t(i % c.planes);

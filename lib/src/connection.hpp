@@ -108,13 +108,34 @@ struct send_log {
     }
 };
 
-// Ordered by size (no padding): 208 bytes, the records of packets in flight aside.
+// What a path needs only while it has packets outstanding (una != next_psn): 48 bytes
+// drawn from an endpoint pool (record_chunks of them, one per chunk a busy path holds at
+// least) when an idle path sends, returned when una catches up with next_psn. An idle
+// path points at the pool's sentinel block: no records, no chunks, nothing in flight.
+// Nothing may write to the sentinel; every write below happens with a record outstanding.
+struct path_flight {
+    uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
+    uint32_t highest_sacked_xmit = 0; // set to the path's xmit_counter when taken
+    // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
+    // none). A chunk is taken when next_psn enters it, returned when una leaves it or
+    // nothing is outstanding.
+    uint16_t dir[k_dir_slots] = {
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil};
+    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
+    uint8_t dir_head = 0;             // directory slot of una's chunk
+};
+static_assert(sizeof(path_flight) == 48);
+using flight_pool = chunk_pool<path_flight, 1>;
+
+// Ordered by size (no padding): 168 bytes; the in-flight part is in `fl`.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
-    uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
     uint32_t xmit_counter = 0;
-    uint32_t highest_sacked_xmit = 0;
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
     // smoothed values lie between samples, so 32 bits hold them exactly.
@@ -134,17 +155,8 @@ struct path_tx {
     uint64_t retransmits = 0;
     uint64_t acked_ce = 0;
     uint64_t acked_rx = 0;
+    path_flight* fl = nullptr;        // the pool's sentinel while idle (set by init_paths)
     uint16_t udp_sport = 0;
-    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
-    // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
-    // none). A chunk is taken when next_psn enters it, returned when una leaves it or
-    // nothing is outstanding.
-    uint16_t dir[k_dir_slots] = {
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil};
     uint8_t plane = 0;
     uint8_t home_plane = 0;           // where the path lives while that plane is usable
     path_state state = path_state::good;
@@ -153,12 +165,11 @@ struct path_tx {
     bool tlp_new = false;             // a tail probe asked for the next new packet here
     bool ack_req_next = false;        // that packet asks for an ACK at once
     uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
-    uint8_t dir_head = 0;             // directory slot of una's chunk
 
     // The directory slot of psn, which must lie in [una, una + k_path_window].
     uint32_t dir_slot(uint32_t psn) const noexcept
     {
-        const uint32_t s = dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
+        const uint32_t s = fl->dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
         return s >= k_dir_slots ? s - k_dir_slots : s;
     }
 };
@@ -447,12 +458,12 @@ struct connection {
     // The record of psn on path p, sent and not yet below p.una.
     pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
     {
-        return recs[size_t(p.dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
+        return recs[size_t(p.fl->dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
     }
     // The record of p.next_psn, whose chunk claim_next took.
     pkt_record& next_rec(const path_tx& p) noexcept
     {
-        return recs[size_t(p.tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
+        return recs[size_t(p.fl->tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
     }
 };
 

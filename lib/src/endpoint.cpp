@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks),
       send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
@@ -79,9 +79,9 @@ void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcep
 void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) noexcept
 {
     bool gave = false;
-    uint32_t h = p.dir_head;
+    uint32_t h = p.fl->dir_head;
     for (uint32_t i = 0; i < passed && i < k_dir_slots; ++i) {
-        uint16_t& d = p.dir[h];
+        uint16_t& d = p.fl->dir[h];
         if (d != record_pool::k_nil) {
             records.give(d);
             d = record_pool::k_nil;
@@ -89,7 +89,7 @@ void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) n
         }
         h = h + 1 == k_dir_slots ? 0 : h + 1;
     }
-    p.dir_head = uint8_t(passed < k_dir_slots ? h : (p.dir_head + passed) % k_dir_slots);
+    p.fl->dir_head = uint8_t(passed < k_dir_slots ? h : (p.fl->dir_head + passed) % k_dir_slots);
     if (gave && !pool_waiters.empty()) {
         wake_pool_waiters();
     }
@@ -100,14 +100,16 @@ void endpoint::impl::release_records(connection& c) noexcept
 {
     bool gave = false;
     for (path_tx& p : c.ptx) {
-        p.tail = record_pool::k_nil;
-        for (uint16_t& d : p.dir) {
+        if (p.fl == nil_flight()) {
+            continue; // idle: holds nothing
+        }
+        for (uint16_t& d : p.fl->dir) {
             if (d != record_pool::k_nil) {
                 records.give(d);
-                d = record_pool::k_nil;
                 gave = true;
             }
         }
+        drop_flight(p);
     }
     if (c.pool_waiting) {
         c.pool_waiting = false;
@@ -505,14 +507,16 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
-size_t state_bytes(const connection& c, uint16_t send_nil, uint16_t recv_nil) noexcept
+size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send_nil, uint16_t recv_nil) noexcept
 {
     size_t chunks = 0;
+    size_t busy = 0;
     for (const path_tx& p : c.ptx) {
-        chunks += size_t(std::count_if(std::begin(p.dir), std::end(p.dir),
+        chunks += size_t(std::count_if(std::begin(p.fl->dir), std::end(p.fl->dir),
                                        [](uint16_t d) { return d != record_pool::k_nil; }));
+        busy += p.fl != nil_fl;
     }
-    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record);
+    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record) + busy * sizeof(path_flight);
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
     bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
              held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
@@ -551,7 +555,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c, impl_->send_slots.sentinel(), impl_->recv_slots.sentinel());
+    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;
@@ -561,7 +565,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         pi.state = p.state;
         pi.home_plane = p.home_plane;
         pi.cwnd = p.cc.cwnd;
-        pi.inflight = p.inflight;
+        pi.inflight = p.fl->inflight;
         pi.next_psn = p.next_psn;
         pi.una = p.una;
         pi.rx_expected = i < c->prx.size() ? c->prx[i].win.expected() : 0;

@@ -61,6 +61,7 @@ struct endpoint::impl {
     mr_table mrs;
     detail::sge_pool sges;
     detail::record_pool records;                    // in-flight packet records, all connections
+    detail::flight_pool flights;                    // busy paths' directories (path_flight)
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
     detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
     detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
@@ -107,6 +108,9 @@ struct endpoint::impl {
     void advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept;
     void return_chunks(connection& c, detail::path_tx& p, uint32_t passed) noexcept;
     void release_records(connection& c) noexcept;
+    detail::path_flight* nil_flight() noexcept { return flights.base() + flights.sentinel(); }
+    const detail::path_flight* nil_flight() const noexcept { return flights.base() + flights.sentinel(); }
+    void drop_flight(detail::path_tx& p) noexcept;
     void wait_for_records(connection& c) noexcept;
     void wake_pool_waiters() noexcept;
     // Message slot chunks (endpoint.cpp): slot i of a table is usable once claimed; the
@@ -238,17 +242,22 @@ inline void endpoint::impl::mark_ready(connection& c) noexcept
 // True when path p may send its next PSN: its chunk is held or one can be taken.
 inline bool endpoint::impl::has_record_room(const detail::path_tx& p) const noexcept
 {
-    return !records.empty() || p.tail != detail::record_pool::k_nil;
+    return p.fl->tail != detail::record_pool::k_nil || (!records.empty() && (p.fl != nil_flight() || !flights.empty()));
 }
 
 // The record of p.next_psn, its chunk taken now if not held yet (fresh).
 // has_record_room() said there is one.
 inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept
 {
-    fresh = p.tail == detail::record_pool::k_nil;
+    fresh = p.fl->tail == detail::record_pool::k_nil;
+    if (p.fl == nil_flight()) {
+        // An idle path sends: it takes its in-flight block (has_record_room saw one free).
+        p.fl = flights.base() + flights.take();
+        p.fl->highest_sacked_xmit = p.xmit_counter; // nothing sent after this was SACKed
+    }
     if (fresh) {
-        p.tail = records.take();
-        p.dir[p.dir_slot(p.next_psn)] = p.tail;
+        p.fl->tail = records.take();
+        p.fl->dir[p.dir_slot(p.next_psn)] = p.fl->tail;
     }
     return c.next_rec(p);
 }
@@ -262,13 +271,16 @@ inline void endpoint::impl::advance_una(connection& c, detail::path_tx& p, uint3
     if (passed != 0) {
         return_chunks(c, p, passed); // once per 16 packets
     }
-    uint16_t& d = p.dir[p.dir_head];
+    uint16_t& d = p.fl->dir[p.fl->dir_head];
     if (to == p.next_psn && d != detail::record_pool::k_nil) {
         records.give(d); // an idle path holds nothing
-        d = p.tail = detail::record_pool::k_nil;
+        d = p.fl->tail = detail::record_pool::k_nil;
         if (!pool_waiters.empty()) {
             wake_pool_waiters();
         }
+    }
+    if (to == p.next_psn) {
+        drop_flight(p); // nothing outstanding: the path keeps no in-flight state
     }
 }
 
@@ -317,6 +329,15 @@ inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e)
 {
     if (!c.sent_order.push(logs, e)) {
         ++stats.send_log_misses;
+    }
+}
+
+// Gives p's in-flight block back (it must hold no chunk and nothing in flight).
+inline void endpoint::impl::drop_flight(detail::path_tx& p) noexcept
+{
+    if (p.fl != nil_flight()) {
+        flights.give(uint16_t(p.fl - flights.base()));
+        p.fl = nil_flight();
     }
 }
 
