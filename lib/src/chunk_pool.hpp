@@ -8,6 +8,7 @@
 // idle object instead of following a null index. Nothing may write to it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,6 +50,7 @@ public:
             return sentinel();
         }
         const uint16_t c = free_[--free_count_];
+        peak_ = std::max(peak_, capacity_ - free_count_);
         construct(c);
         aux_[c] = 0;
         return c;
@@ -58,6 +60,7 @@ public:
     uint16_t& aux(uint16_t chunk) noexcept { return aux_[chunk]; }
     uint32_t capacity() const noexcept { return capacity_; }
     uint32_t in_use() const noexcept { return capacity_ - free_count_; }
+    uint32_t peak() const noexcept { return peak_; } // most chunks ever in use at once
     static constexpr size_t chunk_bytes() noexcept { return N * sizeof(T); }
 
 private:
@@ -74,6 +77,7 @@ private:
     std::unique_ptr<uint16_t[]> aux_;
     uint32_t free_count_ = 0;
     uint32_t capacity_ = 0;
+    uint32_t peak_ = 0;
 };
 
 // A connection's window of message slots (index = msn % size()), 16 to a pool chunk:

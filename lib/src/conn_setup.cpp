@@ -102,7 +102,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     // Receive rings are sized by the first post_recv of each stream: a connection with
     // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
-    c->jobs.resize(std::max<uint16_t>(t.max_reads, 1));
+    c->jobs.reset(job_slots.base(), job_slots.sentinel(), std::max<uint16_t>(t.max_reads, 1));
     c->naks = fixed_ring<nak_entry>(64);
     c->recs = records.base();
     cc.init(c->cc);
@@ -485,9 +485,7 @@ void endpoint::impl::flush(connection& c) noexcept
         try_complete(c, st);
     }
     flush_recvs(c);
-    for (read_job& j : c.jobs) {
-        j = read_job{};
-    }
+    release_jobs(c);
     c.job_head = c.job_count = c.job_tx = 0;
     // Nothing is in flight any more: every path timer stops (a tail-loss probe left
     // armed here would fire for ever in a state that never clears it).
@@ -573,6 +571,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
     rates.release(idx);
     release_lists(c);
     release_slots(c);
+    release_jobs(c);
     conns[idx].reset();
     free_slots.push_back(idx);
 }

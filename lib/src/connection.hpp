@@ -405,7 +405,7 @@ struct connection {
     slot_table<recv_slot> rslots;     // size = negotiated max_msgs; chunks while in use
     std::vector<stream_state> streams;
 
-    std::vector<read_job> jobs;
+    slot_table<read_job> jobs;        // ring of max_reads; chunks while in use
     uint32_t job_head = 0;            // ring of jobs in arrival order
     uint32_t job_count = 0;
     uint32_t job_tx = 0;              // offset from job_head of the job being sent
@@ -446,6 +446,7 @@ struct connection {
 
     bool in_ready = false;
     bool pool_waiting = false;        // no chunk for a path's next PSN: woken when one is returned
+    bool job_waiting = false;         // no job chunk for a READ to commit: woken when one is returned
     bool cq_blocked = false;
     uint64_t timer_deadline = k_no_deadline;
     // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;

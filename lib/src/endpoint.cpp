@@ -25,7 +25,8 @@ const endpoint_config& checked(const endpoint_config& c)
 
 endpoint::impl::impl(const endpoint_config& c)
     : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks),
-      send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks), cc(c.transport.cc),
+      send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks),
+      job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -37,6 +38,7 @@ endpoint::impl::impl(const endpoint_config& c)
     }
     timers.reserve(conns.size() * 4);
     pool_waiters.reserve(conns.size());
+    job_waiters.reserve(conns.size());
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
@@ -277,6 +279,31 @@ endpoint::~endpoint() = default;
 const endpoint_config& endpoint::config() const noexcept { return impl_->cfg; }
 mr_table& endpoint::memory() noexcept { return impl_->mrs; }
 const counters& endpoint::stats() const noexcept { return impl_->stats; }
+
+namespace {
+
+template <typename Pool>
+void add_pool(pool_usage& u, const Pool& p, size_t chunk_bytes) noexcept
+{
+    u.reserved_bytes += size_t(p.capacity()) * chunk_bytes;
+    u.held_bytes += size_t(p.in_use()) * chunk_bytes;
+    u.peak_bytes += size_t(p.peak()) * chunk_bytes;
+}
+
+} // namespace
+
+pool_usage endpoint::pools() const noexcept
+{
+    const impl& e = *impl_;
+    pool_usage u;
+    add_pool(u, e.records, k_chunk_records * sizeof(pkt_record));
+    add_pool(u, e.flights, sizeof(path_flight));
+    add_pool(u, e.send_slots, e.send_slots.chunk_bytes());
+    add_pool(u, e.recv_slots, e.recv_slots.chunk_bytes());
+    add_pool(u, e.logs, e.logs.chunk_bytes());
+    add_pool(u, e.job_slots, e.job_slots.chunk_bytes());
+    return u;
+}
 void endpoint::clear_stats() noexcept { impl_->stats = counters{}; }
 
 post_result endpoint::post_send(conn_id id, const send_wr& wr, uint64_t now_ns)
@@ -507,7 +534,8 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
-size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send_nil, uint16_t recv_nil) noexcept
+size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send_nil, uint16_t recv_nil,
+                   uint16_t job_nil) noexcept
 {
     size_t chunks = 0;
     size_t busy = 0;
@@ -521,7 +549,7 @@ size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send
     bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
              held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
     bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
-    bytes += c.jobs.size() * sizeof(read_job);
+    bytes += held(c.jobs.dir, job_nil) * k_slots_per_chunk * sizeof(read_job) + c.jobs.dir.capacity() * sizeof(uint16_t);
     bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
     bytes += c.naks.capacity() * sizeof(nak_entry);
     bytes += c.sent_order.chunks() * log_pool::chunk_bytes() + c.tlp_paths.capacity() * sizeof(uint16_t);
@@ -555,7 +583,8 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel());
+    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
+                                 impl_->job_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;

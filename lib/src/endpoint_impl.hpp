@@ -66,6 +66,8 @@ struct endpoint::impl {
     detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
     detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
     detail::log_pool logs;                          // RACK send logs
+    detail::chunk_pool<detail::read_job, detail::k_slots_per_chunk> job_slots; // READs being answered
+    std::vector<uint32_t> job_waiters;              // slots of connections waiting for a job chunk
     ecn_aimd cc;
     counters stats;
     rate_allocator rates;
@@ -204,6 +206,10 @@ struct endpoint::impl {
     uint32_t loss_slack(const connection& c, uint32_t path) const noexcept;
     void try_commit(connection& c, uint16_t stream) noexcept;
     void on_job_done(connection& c) noexcept;
+    void wait_for_jobs(connection& c) noexcept;
+    void wake_job_waiters() noexcept;
+    bool release_job(connection& c, uint32_t i) noexcept;
+    void release_jobs(connection& c) noexcept;
     void fail_read_job(connection& c, detail::read_job& j, mr_check why) noexcept;
 
     // completer.cpp

@@ -340,7 +340,12 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             if (c.job_count == c.jobs.size()) {
                 return; // resumed when a job finishes
             }
-            read_job& j = c.jobs[(c.job_head + c.job_count) % c.jobs.size()];
+            const uint32_t ji = (c.job_head + c.job_count) % c.jobs.size();
+            if (!claim_slot(job_slots, c.jobs, ji)) {
+                wait_for_jobs(c); // resumed when any connection's job chunk is returned
+                return;
+            }
+            read_job& j = c.jobs[ji];
             j = read_job{};
             j.in_use = true;
             j.stream = rs.stream;
@@ -440,14 +445,73 @@ void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noe
 
 void endpoint::impl::on_job_done(connection& c) noexcept
 {
+    bool gave = false;
     while (c.job_count > 0 && c.jobs[c.job_head].done) {
         c.jobs[c.job_head] = read_job{};
+        gave = release_job(c, c.job_head) || gave;
         c.job_head = (c.job_head + 1) % c.jobs.size();
         --c.job_count;
         --c.job_tx;
     }
     for (uint16_t s = 0; s < c.streams.size(); ++s) {
         try_commit(c, s); // a READ may have waited for a free job
+    }
+    if (gave) {
+        wake_job_waiters();
+    }
+}
+
+void endpoint::impl::wait_for_jobs(connection& c) noexcept
+{
+    if (!c.job_waiting) {
+        c.job_waiting = true;
+        job_waiters.push_back(slot_of(c.id)); // reserved for every connection slot
+    }
+}
+
+// Job chunks came back: connections that found none try their READs again.
+void endpoint::impl::wake_job_waiters() noexcept
+{
+    while (!job_waiters.empty() && !job_slots.empty()) {
+        const uint32_t idx = job_waiters.back();
+        job_waiters.pop_back();
+        connection* w = conns[idx].get();
+        if (w == nullptr || !w->job_waiting) {
+            continue;
+        }
+        w->job_waiting = false;
+        if (w->state == conn_state::established) {
+            for (uint16_t s = 0; s < w->streams.size(); ++s) {
+                try_commit(*w, s);
+            }
+        }
+    }
+}
+
+// True when the slot's chunk went back to the pool.
+bool endpoint::impl::release_job(connection& c, uint32_t i) noexcept
+{
+    const uint16_t d = c.jobs.dir[i >> k_slot_shift];
+    release_slot(job_slots, c.jobs, i);
+    return c.jobs.dir[i >> k_slot_shift] != d;
+}
+
+void endpoint::impl::release_jobs(connection& c) noexcept
+{
+    bool gave = false;
+    for (uint16_t& d : c.jobs.dir) {
+        if (d != job_slots.sentinel()) {
+            job_slots.give(d);
+            d = job_slots.sentinel();
+            gave = true;
+        }
+    }
+    if (c.job_waiting) {
+        c.job_waiting = false;
+        std::erase(job_waiters, slot_of(c.id));
+    }
+    if (gave) {
+        wake_job_waiters();
     }
 }
 

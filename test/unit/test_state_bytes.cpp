@@ -52,7 +52,7 @@ size_t idle_bytes(uint16_t paths)
 TEST_CASE("pool sizes are validated with a precise message", "[state]")
 {
     for (uint32_t endpoint_config::*f : {&endpoint_config::send_slot_chunks, &endpoint_config::recv_slot_chunks,
-                                         &endpoint_config::send_log_chunks}) {
+                                         &endpoint_config::send_log_chunks, &endpoint_config::read_job_chunks}) {
         endpoint_config c;
         c.*f = 0;
         CHECK_FALSE(validate(c).empty());
@@ -68,10 +68,11 @@ TEST_CASE("an idle connection holds no message slots and no send log", "[state]"
     const size_t idle64 = idle_bytes(64);
     const size_t idle16 = idle_bytes(16);
     INFO("idle 64 paths " << idle64 << " B, 16 paths " << idle16 << " B");
-    // Before the pools: 256 send slots of 144 B, 256 receive slots of 72 B and a 4096-entry
-    // send log of 8 B, 87 KiB whatever the connection carried.
-    CHECK(idle64 < 24 * 1024);
-    CHECK(idle16 < 10 * 1024);
+    // Before the pools (111,720 B and 97,720 B): 256 send slots of 144 B, 256 receive slots
+    // of 72 B, a 4096-entry send log of 8 B, 64 READ jobs of 40 B, and per path a 48 B
+    // in-flight block, whatever the connection carried.
+    CHECK(idle64 < 19 * 1024);
+    CHECK(idle16 < 7 * 1024);
 }
 
 TEST_CASE("a busy connection's state grows and shrinks back when idle", "[state]")
@@ -118,6 +119,11 @@ TEST_CASE("a busy connection's state grows and shrinks back when idle", "[state]
     h.run_until([] { return false; }, 1'000'000);
     CHECK(h.a().inspect(c)->state_bytes == idle_a);
     CHECK(h.b().inspect(h.peer_conn())->state_bytes == rings_b);
+    // The pools got every chunk back, and their high-water marks saw the peak.
+    CHECK(h.a().pools().held_bytes == 0);
+    CHECK(h.b().pools().held_bytes == 0);
+    CHECK(h.a().pools().peak_bytes >= peak_a - idle_a);
+    CHECK(h.a().pools().reserved_bytes > h.a().pools().peak_bytes);
 }
 
 TEST_CASE("a spent send slot pool refuses posts until completions return chunks", "[state]")
@@ -195,4 +201,35 @@ TEST_CASE("a spent send log pool costs RACK its entries, not data", "[state]")
     REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, small, dst, 2), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
     CHECK(h.a().stats().send_log_misses == misses);
+}
+
+TEST_CASE("READs starved of job chunks wait for another connection's to finish", "[state]")
+{
+    // One job chunk for the responder's endpoint: two connections with 24 READs each
+    // outstanding share it; the one left without must be woken by the other's release.
+    transport_config t;
+    t.paths = 8;
+    endpoint_config a = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config b = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    b.read_job_chunks = 1;
+    pair_harness h(a, b, 1000);
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.connect();
+    constexpr int k_reads = 24;
+    std::vector<std::unique_ptr<buffer>> bufs;
+    bufs.reserve(4 * k_reads);
+    for (int i = 0; i < 2 * k_reads; ++i) {
+        auto& local = bufs.emplace_back(std::make_unique<buffer>(h.a(), 16 * 1024, k_all_access));
+        auto& remote = bufs.emplace_back(std::make_unique<buffer>(h.b(), 16 * 1024, k_all_access, uint8_t(i + 3)));
+        REQUIRE(h.a().post_send(i % 2 == 0 ? c1 : c2, make_wr(wr_opcode::read, *local, *remote, uint64_t(i)),
+                                h.now()) == post_result::ok);
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == size_t(2 * k_reads); }));
+    for (const completion& wc : h.cq[0]) {
+        CHECK(wc.status == wc_status::success);
+    }
+    for (int i = 0; i < 2 * k_reads; ++i) {
+        CHECK(bufs[size_t(2 * i)]->bytes == bufs[size_t(2 * i + 1)]->bytes);
+    }
+    CHECK(h.b().stats().slot_pool_waits > 0);
 }

@@ -114,6 +114,10 @@ struct endpoint_config {
     // With none free a transmission is not logged and only its tail probe or RTO can
     // find its loss (counter send_log_misses). At most 65535.
     uint32_t send_log_chunks = 2048;
+    // READs being answered (max_reads per connection), in chunks of 16 held while one of
+    // their READs is: a READ that finds none waits, committed in order, until another
+    // connection's READ finishes (counter slot_pool_waits). 1024 chunks: 640 KiB.
+    uint32_t read_job_chunks = 1024;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.
