@@ -128,7 +128,8 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
         cc.init(p.cc);
         path_rx& r = c.prx[i];
-        r.win.reset(peer_isn);
+        r.expected = peer_isn;
+        r.sack = sacks.sentinel();
         r.reply_plane = p.plane;
         r.reply_sport = p.udp_sport;
     }

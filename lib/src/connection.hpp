@@ -242,12 +242,18 @@ inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len,
     return cover_n(cv, key, offset, packets_in(msg_len, mtu), mtu, corrupt);
 }
 
+// A path's SACK bitmap (spec 5.2) is held only while a hole is open: from the first PSN
+// that arrives above `expected` until the run is complete again (every bit clear).
+using sack_pool = chunk_pool<sack_window::bitmap, 1>;
+
+// 24 bytes; the bitmap of an open hole is in the endpoint's sack pool.
 struct path_rx {
-    sack_window win;
+    uint32_t expected = 0;            // the cumulative point: next PSN in order
     uint32_t bytes_since_ack = 0;
+    uint32_t last_ts = 0;
     uint16_t rx_pkts = 0;
     uint16_t ce_pkts = 0;
-    uint32_t last_ts = 0;
+    uint16_t sack = 0;                // its bitmap while a hole is open, else the pool's sentinel (all clear)
     uint16_t reply_sport = 0;         // ACKs go back the way data came
     uint8_t reply_plane = 0;
     bool ack_queued = false;

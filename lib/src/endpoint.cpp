@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks),
       send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks),
       job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
@@ -138,6 +138,12 @@ void endpoint::impl::release_slots(connection& c) noexcept
         }
     }
     c.sent_order.pop_to(logs, c.sent_order.tail);
+    for (path_rx& r : c.prx) {
+        if (r.sack != sacks.sentinel()) {
+            sacks.give(r.sack);
+            r.sack = sacks.sentinel();
+        }
+    }
 }
 
 void endpoint::impl::wait_for_records(connection& c) noexcept
@@ -298,6 +304,7 @@ pool_usage endpoint::pools() const noexcept
     pool_usage u;
     add_pool(u, e.records, k_chunk_records * sizeof(pkt_record));
     add_pool(u, e.flights, sizeof(path_flight));
+    add_pool(u, e.sacks, sizeof(sack_window::bitmap));
     add_pool(u, e.send_slots, e.send_slots.chunk_bytes());
     add_pool(u, e.recv_slots, e.recv_slots.chunk_bytes());
     add_pool(u, e.logs, e.logs.chunk_bytes());
@@ -534,7 +541,7 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
-size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send_nil, uint16_t recv_nil,
+size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t sack_nil, uint16_t send_nil, uint16_t recv_nil,
                    uint16_t job_nil) noexcept
 {
     size_t chunks = 0;
@@ -546,6 +553,8 @@ size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t send
     }
     size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record) + busy * sizeof(path_flight);
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
+    bytes += size_t(std::count_if(c.prx.begin(), c.prx.end(), [&](const path_rx& r) { return r.sack != sack_nil; })) *
+             sizeof(sack_window::bitmap);
     bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
              held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
     bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
@@ -583,7 +592,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
+    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->sacks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
                                  impl_->job_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
@@ -597,7 +606,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         pi.inflight = p.fl->inflight;
         pi.next_psn = p.next_psn;
         pi.una = p.una;
-        pi.rx_expected = i < c->prx.size() ? c->prx[i].win.expected() : 0;
+        pi.rx_expected = i < c->prx.size() ? c->prx[i].expected : 0;
         pi.srtt_ns = p.srtt_ns;
         pi.rto_ns = p.rto_ns;
         pi.timeouts = p.timeouts;

@@ -62,6 +62,7 @@ struct endpoint::impl {
     detail::sge_pool sges;
     detail::record_pool records;                    // in-flight packet records, all connections
     detail::flight_pool flights;                    // busy paths' directories (path_flight)
+    detail::sack_pool sacks;                        // SACK bitmaps of paths with a hole open
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
     detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
     detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;

@@ -154,10 +154,17 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;
     r.last_ts = p.tx_ts;
-    const sack_window::verdict w = r.win.classify(p.psn);
+    const sack_window::verdict w = sack_window::classify(r.expected, sacks.base()[r.sack], p.psn);
     if (w != sack_window::verdict::fresh) {
         ++(w == sack_window::verdict::duplicate ? stats.rx_duplicates : stats.rx_beyond_window);
         queue_ack(c, p.path); // the sender may have missed our ACK
+        return;
+    }
+    if (p.psn != r.expected && r.sack == sacks.sentinel() && sacks.empty()) {
+        // It would open a hole and no bitmap is free: not taken, not recorded, so the
+        // sender resends it (the ACK shows the gap below it as it stands).
+        ++stats.sack_pool_waits;
+        queue_ack(c, p.path);
         return;
     }
     outcome o;
@@ -276,8 +283,17 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         if (rates.take_resplit()) {
             push_shares();
         }
-        const uint32_t before = r.win.expected();
-        r.win.record(p.psn);
+        const uint32_t before = r.expected;
+        if (p.psn != before && r.sack == sacks.sentinel()) {
+            r.sack = sacks.take(); // a hole opens (on_data saw a free bitmap)
+        }
+        sack_window::bitmap& bits = sacks.base()[r.sack];
+        sack_window::record(r.expected, bits, p.psn);
+        const bool hole = sack_window::any(bits);
+        if (!hole && r.sack != sacks.sentinel()) {
+            sacks.give(r.sack); // the run is complete: nothing above expected
+            r.sack = sacks.sentinel();
+        }
         r.bytes_since_ack += uint32_t(p.payload.size());
         r.rx_pkts = uint16_t(std::min<uint32_t>(0xffff, r.rx_pkts + 1u));
         if (m.ce) {
@@ -285,7 +301,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_ce;
         }
         const bool now_ack = joined || (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
-                             r.win.has_hole() || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
+                             hole || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
         if (now_ack) {
             queue_ack(c, p.path);
         } else if (!r.ack_delayed) {
@@ -542,7 +558,7 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     r.ack_queued = false;
     r.ack_delayed = false;
     wire::bth_fields b = bth_for(c, wire::opcode::ack, uint8_t(path), r.reply_plane, now);
-    b.psn = r.win.expected();
+    b.psn = r.expected;
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
     const uint32_t hint = rates.hint_mbps(slot_of(c.id));
@@ -550,7 +566,7 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
-    r.win.to_wire(a.sack);
+    sack_window::to_wire(sacks.base()[r.sack], a.sack);
     r.rx_pkts = 0;
     r.ce_pkts = 0;
     r.bytes_since_ack = 0;

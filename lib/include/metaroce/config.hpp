@@ -118,6 +118,11 @@ struct endpoint_config {
     // their READs is: a READ that finds none waits, committed in order, until another
     // connection's READ finishes (counter slot_pool_waits). 1024 chunks: 640 KiB.
     uint32_t read_job_chunks = 1024;
+    // SACK bitmaps (32 B) of receiving paths with a hole open (a PSN arrived above the
+    // next in order), held until the hole closes. A packet that would open one with none
+    // free is not taken (counter sack_pool_waits) and is resent like a lost one.
+    // 16384: 512 KiB. At most 65535.
+    uint32_t sack_blocks = 16384;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.
