@@ -39,6 +39,7 @@ endpoint::impl::impl(const endpoint_config& c)
     timers.reserve(conns.size() * 4);
     pool_waiters.reserve(conns.size());
     job_waiters.reserve(conns.size());
+    nil_fl = flights.base() + flights.sentinel();
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();

@@ -111,8 +111,8 @@ struct endpoint::impl {
     void advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept;
     void return_chunks(connection& c, detail::path_tx& p, uint32_t passed) noexcept;
     void release_records(connection& c) noexcept;
-    detail::path_flight* nil_flight() noexcept { return flights.base() + flights.sentinel(); }
-    const detail::path_flight* nil_flight() const noexcept { return flights.base() + flights.sentinel(); }
+    detail::path_flight* nil_fl = nullptr;         // flights' sentinel, looked up once
+    detail::path_flight* nil_flight() const noexcept { return nil_fl; }
     void drop_flight(detail::path_tx& p) noexcept;
     void wait_for_records(connection& c) noexcept;
     void wake_pool_waiters() noexcept;
