@@ -47,6 +47,7 @@ public:
         const auto info = ep_.inspect(c);
         return info ? info->state_bytes : 0;
     }
+    size_t pool_peak_bytes() const override { return ep_.pools().peak_bytes; }
 
 private:
     endpoint ep_;

@@ -89,6 +89,7 @@ void add_metrics(nlohmann::ordered_json& j, const sim_result& r)
         j["recovery"] = nullptr;
     }
     j["state_bytes_per_connection"] = std::round(r.state_bytes_per_connection);
+    j["pool_peak_bytes_per_connection"] = std::round(r.pool_peak_bytes_per_connection);
     j["peak_rss_mb"] = round3(r.peak_rss_mb);
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     for (const auto& [name, v] : r.transport_extra) {

@@ -112,6 +112,9 @@ struct sim_result {
     std::vector<route_summary> long_haul;
     uint64_t placed_bytes = 0;         // payload placed at receivers (sum of the timeline)
     double state_bytes_per_connection = 0;
+    // What connections held of the hosts' shared pools at the busiest (metaroce: records,
+    // message slots, send logs, READ jobs), per connection; 0 for a transport without.
+    double pool_peak_bytes_per_connection = 0;
     double peak_rss_mb = 0;
     std::vector<std::pair<std::string, uint64_t>> transport_extra;
 

@@ -183,6 +183,13 @@ sim_result simulator::collect(const char* stop_reason, double wall_s) const
         state += double(hosts_[h]->ep().state_bytes(c));
     }
     r.state_bytes_per_connection = n > 0 ? state / double(n) : 0;
+    // At the end every connection is idle and holds no pool chunk: what the busy ones
+    // held is the pools' high-water marks, over all hosts.
+    double pooled = 0;
+    for (const auto& h : hosts_) {
+        pooled += double(h->ep().pool_peak_bytes());
+    }
+    r.pool_peak_bytes_per_connection = n > 0 ? pooled / double(n) : 0;
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
     r.peak_rss_mb = double(ru.ru_maxrss) / 1024.0;

@@ -42,6 +42,8 @@ public:
     virtual std::optional<conn_id> peer_conn(conn_id c) const = 0;
     // Bytes of transport state this connection holds (its share of the tables).
     virtual size_t state_bytes(conn_id c) const = 0;
+    // Peak bytes of shared pools connections draw state from while busy (0: none).
+    virtual size_t pool_peak_bytes() const { return 0; }
     // Counters only this transport has, reported under its own name.
     virtual std::vector<std::pair<std::string, uint64_t>> extra_counters() const { return {}; }
 };

@@ -129,6 +129,7 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
         sges.release(s.sgl);
         s.sgl = detail::sge_pool::k_none;
         s.in_use = false;
+        release_slot(send_slots, c.sq, uint32_t(s.msn % c.sq.size()));
         --c.outstanding;
         ++c.tx_msgs_completed;
     }
@@ -151,7 +152,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     uint32_t newly = 0;
     auto settle = [&](pkt_record& r) {
         if (outstanding(r.state)) {
-            --p.inflight;
+            --p.fl->inflight;
             --c.inflight;
             ++newly;
             rack_delivered(c, r, echo, now);
@@ -164,7 +165,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     });
     advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
-    uint32_t highest = p.highest_sacked_xmit;
+    uint32_t highest = p.fl->highest_sacked_xmit;
     for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
         if (a.sack[i / 8] == 0) {
             i |= 7; // nothing in this byte (the usual case: no holes, an all-zero bitmap)
@@ -181,8 +182,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         }
     }
     // A path delivers in order, so anything sent before a packet that arrived is lost.
-    if (seq_gt(highest, p.highest_sacked_xmit)) {
-        p.highest_sacked_xmit = highest;
+    if (seq_gt(highest, p.fl->highest_sacked_xmit)) {
+        p.fl->highest_sacked_xmit = highest;
         for_records(c, p, cum, p.next_psn, [&](uint32_t psn, pkt_record& r) {
             if (r.state == rec_state::in_flight && seq_lt(r.xmit_no, highest)) {
                 queue_retx(c, pk.path, psn);
@@ -209,6 +210,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (newly > 0 && cfg.transport.rack) {
         rack_detect(c, now);
+    }
+    if (c.inflight == 0) {
+        c.sent_order.pop_to(logs, c.sent_order.tail); // every entry is settled: the chunks go back
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -252,8 +256,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
         const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-        set_rto(c, p, p.inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
-        set_tlp(c, p, p.inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+        set_rto(c, p, p.fl->inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
+        set_tlp(c, p, p.fl->inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     }
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
         on_also_cum(c, pk.path, a.also_cum.host());
@@ -290,7 +294,7 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
     uint32_t newly = 0;
     for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
         if (outstanding(r.state)) {
-            --q.inflight;
+            --q.fl->inflight;
             --c.inflight;
             ++newly;
             credit(c, r); // not RACK's clock: when it arrived is unknown, only that it did
@@ -304,8 +308,8 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
     stats.rx_also_acked += newly;
     path_progress(c, q, now);
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-    set_rto(c, q, q.inflight > 0 ? now + q.rto_ns + queue : k_no_deadline);
-    set_tlp(c, q, q.inflight > 0 ? now + probe_timeout(q, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+    set_rto(c, q, q.fl->inflight > 0 ? now + q.rto_ns + queue : k_no_deadline);
+    set_tlp(c, q, q.fl->inflight > 0 ? now + probe_timeout(q, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
     mark_ready(c);
     return true;
 }
@@ -435,11 +439,14 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         return;
     }
     send_log& log = c.sent_order;
-    const uint32_t mask = uint32_t(log.items.size() - 1);
     uint64_t wait = 0;
     uint32_t h = log.head;
+    uint16_t chunk = log.head_chunk;
     for (; h != log.tail; ++h) {
-        const sent_entry e = log.items[h & mask];
+        if (h % k_log_chunk == 0 && h != log.head) {
+            chunk = logs.aux(chunk); // the next chunk of the chain
+        }
+        const sent_entry e = logs.base()[size_t(chunk) * k_log_chunk + h % k_log_chunk];
         const uint32_t path = e.path();
         path_tx& p = c.ptx[path];
         if (seq_lt(e.psn, p.una)) {
@@ -489,7 +496,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
         }
     }
-    log.head = h;
+    log.pop_to(logs, h);
 }
 
 // Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data

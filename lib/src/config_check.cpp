@@ -35,6 +35,16 @@ std::string validate(const endpoint_config& c)
     k.require(c.cq_depth >= 1, "cq_depth", "must be at least 1", c.cq_depth);
     k.require(c.record_chunks >= 1 && c.record_chunks <= 65535, "record_chunks",
               "must be 1..65535 (chunks of 16 in-flight packet records, 16-bit indexes)", c.record_chunks);
+    k.require(c.send_slot_chunks >= 1 && c.send_slot_chunks <= 65535, "send_slot_chunks",
+              "must be 1..65535 (chunks of 16 send message slots, 16-bit indexes)", c.send_slot_chunks);
+    k.require(c.recv_slot_chunks >= 1 && c.recv_slot_chunks <= 65535, "recv_slot_chunks",
+              "must be 1..65535 (chunks of 16 receive message slots, 16-bit indexes)", c.recv_slot_chunks);
+    k.require(c.send_log_chunks >= 1 && c.send_log_chunks <= 65535, "send_log_chunks",
+              "must be 1..65535 (chunks of 64 send log entries, 16-bit indexes)", c.send_log_chunks);
+    k.require(c.read_job_chunks >= 1 && c.read_job_chunks <= 65535, "read_job_chunks",
+              "must be 1..65535 (chunks of 16 READ jobs, 16-bit indexes)", c.read_job_chunks);
+    k.require(c.sack_blocks >= 1 && c.sack_blocks <= 65535, "sack_blocks",
+              "must be 1..65535 (32-byte SACK bitmaps, 16-bit indexes)", c.sack_blocks);
     k.require(c.max_mrs >= 1, "max_mrs", "must be at least 1", c.max_mrs);
     k.require(c.hint_utilization > 0 && c.hint_utilization <= 1, "hint_utilization",
               "must be in (0, 1]", c.hint_utilization);

@@ -98,11 +98,11 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->streams_n = std::max<uint16_t>(t.max_streams, 1);
     c->max_msgs = std::max<uint16_t>(t.max_msgs, 1);
     c->planes = std::max<uint8_t>(t.planes, 1);
-    c->sq.resize(c->max_msgs);
+    c->sq.reset(send_slots.base(), send_slots.sentinel(), c->max_msgs);
     // Receive rings are sized by the first post_recv of each stream: a connection with
     // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
-    c->jobs.resize(std::max<uint16_t>(t.max_reads, 1));
+    c->jobs.reset(job_slots.base(), job_slots.sentinel(), std::max<uint16_t>(t.max_reads, 1));
     c->naks = fixed_ring<nak_entry>(64);
     c->recs = records.base();
     cc.init(c->cc);
@@ -119,6 +119,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.prx.resize(c.paths);
     for (uint32_t i = 0; i < c.paths; ++i) {
         path_tx& p = c.ptx[i];
+        p.fl = nil_flight();
         p.next_psn = c.isn;
         p.una = c.isn;
         p.also_cum = c.isn;
@@ -128,14 +129,15 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
         cc.init(p.cc);
         path_rx& r = c.prx[i];
-        r.win.reset(peer_isn);
+        r.expected = peer_isn;
+        r.sack = sacks.sentinel();
         r.reply_plane = p.plane;
         r.reply_sport = p.udp_sport;
     }
     // Start each connection's round robin at a different path, so many connections do
     // not all put their first packets on the same plane.
     c.rr_path = uint32_t(random64() % c.paths);
-    c.rslots.assign(c.max_msgs, recv_slot{});
+    c.rslots.reset(recv_slots.base(), recv_slots.sentinel(), c.max_msgs); // once: a connection is set up once
     // c.streams keeps its local size: requests posted while connecting may name
     // streams beyond the agreed count; on_accept fails those.
     c.ack_queue = fixed_ring<uint16_t>(c.paths);
@@ -143,7 +145,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.tlp_paths = fixed_ring<uint16_t>(c.paths);
     // Room for every packet the windows allow on the wire (entries of settled packets
     // leave when they reach the front; on overflow the oldest goes, to the tail probe).
-    c.sent_order.reset(std::min<size_t>(size_t(c.paths) * k_path_window, size_t(t.cc.conn_cwnd_max)));
+    c.sent_order.cap = uint32_t(std::max<double>(1, std::min<double>(double(c.paths) * k_path_window, t.cc.conn_cwnd_max)));
 }
 
 uint64_t endpoint::impl::make_cookie(uint32_t addr, uint32_t src_conn, uint64_t nonce,
@@ -485,9 +487,7 @@ void endpoint::impl::flush(connection& c) noexcept
         try_complete(c, st);
     }
     flush_recvs(c);
-    for (read_job& j : c.jobs) {
-        j = read_job{};
-    }
+    release_jobs(c);
     c.job_head = c.job_count = c.job_tx = 0;
     // Nothing is in flight any more: every path timer stops (a tail-loss probe left
     // armed here would fire for ever in a state that never clears it).
@@ -498,6 +498,7 @@ void endpoint::impl::flush(connection& c) noexcept
     }
     c.retx_paths.clear();
     release_records(c); // nothing reads them after a flush: no ACK or timer touches the paths
+    c.sent_order.pop_to(logs, c.sent_order.tail);
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
 }
@@ -571,6 +572,8 @@ void endpoint::impl::free_conn(connection& c) noexcept
     std::erase(cq_waiters, c.id);
     rates.release(idx);
     release_lists(c);
+    release_slots(c);
+    release_jobs(c);
     conns[idx].reset();
     free_slots.push_back(idx);
 }

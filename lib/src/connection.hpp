@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "chunk_pool.hpp"
 #include "fixed_ring.hpp"
 #include "record_pool.hpp"
 #include "metaroce/congestion.hpp"
@@ -43,39 +44,99 @@ struct sent_entry {
     bool names(uint32_t xmit_no) const noexcept { return (tag >> 8) == (xmit_no & 0xffffffu); }
 };
 
-// The connection's transmissions in send order (RACK). Power-of-two ring with free-running
-// indexes so a walk pops many entries with one store; when full the oldest is dropped (it
-// loses RACK, not the tail probe or the RTO).
+// The connection's transmissions in send order (RACK), in chunks of k_log_chunk entries
+// drawn from the endpoint's log pool while packets are in flight and chained through the
+// pool's aux words: an idle connection holds none. Free-running indexes, so a walk pops
+// many entries with one store. Past `cap` entries the oldest is dropped, and with the
+// pool spent a transmission goes unlogged: either loses RACK for it, not the tail probe
+// or the RTO.
+inline constexpr uint32_t k_log_chunk = 64;
+using log_pool = chunk_pool<sent_entry, k_log_chunk>;
+
 struct send_log {
-    std::vector<sent_entry> items;
     uint32_t head = 0;
     uint32_t tail = 0;
+    uint32_t cap = 1;
+    uint16_t head_chunk = 0;          // holds entry head; meaningless while empty
+    uint16_t tail_chunk = 0;          // holds entry tail - 1
 
-    void reset(size_t capacity)
+    // An empty log holds no chunk.
+    bool empty() const noexcept { return head == tail; }
+    uint32_t chunks() const noexcept
     {
-        size_t n = 1;
-        while (n < capacity) {
-            n <<= 1;
-        }
-        items.assign(n, sent_entry{});
-        head = tail = 0;
+        constexpr uint32_t k_mask = 0xffffffffu / k_log_chunk; // chunk numbers wrap with indexes
+        return empty() ? 0 : ((((tail - 1) / k_log_chunk) - (head / k_log_chunk)) & k_mask) + 1;
     }
-    void push(const sent_entry& e) noexcept
+    // False when the pool had no chunk for it (counted by the caller).
+    bool push(log_pool& pool, const sent_entry& e) noexcept
     {
-        items[tail++ & (items.size() - 1)] = e;
-        if (tail - head > items.size()) {
-            ++head;
+        if (empty() || tail % k_log_chunk == 0) {
+            const uint16_t c = pool.take();
+            if (c == pool.sentinel()) {
+                return false;
+            }
+            if (empty()) {
+                head_chunk = c;
+            } else {
+                pool.aux(tail_chunk) = c;
+            }
+            tail_chunk = c;
+        }
+        pool.base()[size_t(tail_chunk) * k_log_chunk + tail % k_log_chunk] = e;
+        ++tail;
+        if (tail - head > cap) {
+            pop_to(pool, head + 1);
+        }
+        return true;
+    }
+    // Drops the entries before `to` (head <= to <= tail); chunks left behind go back.
+    void pop_to(log_pool& pool, uint32_t to) noexcept
+    {
+        if (empty()) {
+            head = tail = to;
+            return;
+        }
+        while (head / k_log_chunk != to / k_log_chunk) {
+            const uint16_t next = pool.aux(head_chunk); // stale past the tail chunk: unused then
+            pool.give(head_chunk);
+            head_chunk = next;
+            head = (head / k_log_chunk + 1) * k_log_chunk;
+        }
+        head = to;
+        if (empty() && tail % k_log_chunk != 0) {
+            pool.give(head_chunk); // the tail's chunk, partly filled
         }
     }
 };
 
-// Ordered by size (no padding): 212 bytes, the records of packets in flight aside.
+// What a path needs only while it has packets outstanding (una != next_psn): 48 bytes
+// drawn from an endpoint pool (record_chunks of them, one per chunk a busy path holds at
+// least) when an idle path sends, returned when una catches up with next_psn. An idle
+// path points at the pool's sentinel block: no records, no chunks, nothing in flight.
+// Nothing may write to the sentinel; every write below happens with a record outstanding.
+struct path_flight {
+    uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
+    uint32_t highest_sacked_xmit = 0; // set to the path's xmit_counter when taken
+    // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
+    // none). A chunk is taken when next_psn enters it, returned when una leaves it or
+    // nothing is outstanding.
+    uint16_t dir[k_dir_slots] = {
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
+        record_pool::k_nil};
+    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
+    uint8_t dir_head = 0;             // directory slot of una's chunk
+};
+static_assert(sizeof(path_flight) == 48);
+using flight_pool = chunk_pool<path_flight, 1>;
+
+// Ordered by size (no padding): 172 bytes; the in-flight part is in `fl`.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
-    uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
     uint32_t xmit_counter = 0;
-    uint32_t highest_sacked_xmit = 0;
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     uint32_t also_cum = 0;            // highest cum another path's ACK repeated (spec 3.6)
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
@@ -96,17 +157,8 @@ struct path_tx {
     uint64_t retransmits = 0;
     uint64_t acked_ce = 0;
     uint64_t acked_rx = 0;
+    path_flight* fl = nullptr;        // the pool's sentinel while idle (set by init_paths)
     uint16_t udp_sport = 0;
-    uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
-    // Pool chunks holding this path's records, from una's chunk on (record_pool::k_nil:
-    // none). A chunk is taken when next_psn enters it, returned when una leaves it or
-    // nothing is outstanding.
-    uint16_t dir[k_dir_slots] = {
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil, record_pool::k_nil, record_pool::k_nil, record_pool::k_nil,
-        record_pool::k_nil};
     uint8_t plane = 0;
     uint8_t home_plane = 0;           // where the path lives while that plane is usable
     path_state state = path_state::good;
@@ -115,12 +167,11 @@ struct path_tx {
     bool tlp_new = false;             // a tail probe asked for the next new packet here
     bool ack_req_next = false;        // that packet asks for an ACK at once
     uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
-    uint8_t dir_head = 0;             // directory slot of una's chunk
 
     // The directory slot of psn, which must lie in [una, una + k_path_window].
     uint32_t dir_slot(uint32_t psn) const noexcept
     {
-        const uint32_t s = dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
+        const uint32_t s = fl->dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
         return s >= k_dir_slots ? s - k_dir_slots : s;
     }
 };
@@ -193,12 +244,18 @@ inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len,
     return cover_n(cv, key, offset, packets_in(msg_len, mtu), mtu, corrupt);
 }
 
+// A path's SACK bitmap (spec 5.2) is held only while a hole is open: from the first PSN
+// that arrives above `expected` until the run is complete again (every bit clear).
+using sack_pool = chunk_pool<sack_window::bitmap, 1>;
+
+// 24 bytes; the bitmap of an open hole is in the endpoint's sack pool.
 struct path_rx {
-    sack_window win;
+    uint32_t expected = 0;            // the cumulative point: next PSN in order
     uint32_t bytes_since_ack = 0;
+    uint32_t last_ts = 0;
     uint16_t rx_pkts = 0;
     uint16_t ce_pkts = 0;
-    uint32_t last_ts = 0;
+    uint16_t sack = 0;                // its bitmap while a hole is open, else the pool's sentinel (all clear)
     uint16_t reply_sport = 0;         // ACKs go back the way data came
     uint8_t reply_plane = 0;
     bool ack_queued = false;
@@ -357,17 +414,17 @@ struct connection {
     uint32_t reo_clean = 0;           // RACK losses since the window last changed
     uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
 
-    std::vector<send_slot> sq;        // size = own max_msgs
+    slot_table<send_slot> sq;         // size = own max_msgs; chunks while in use
     std::vector<orphan_copy> orphans; // control path only (endpoint::orphan_sends)
     uint32_t next_msn = 0;            // next msn to assign
     uint32_t tx_msn = 0;              // next msn to packetize
     uint32_t outstanding = 0;
     uint32_t reads_outstanding = 0;
 
-    std::vector<recv_slot> rslots;    // size = negotiated max_msgs
+    slot_table<recv_slot> rslots;     // size = negotiated max_msgs; chunks while in use
     std::vector<stream_state> streams;
 
-    std::vector<read_job> jobs;
+    slot_table<read_job> jobs;        // ring of max_reads; chunks while in use
     uint32_t job_head = 0;            // ring of jobs in arrival order
     uint32_t job_count = 0;
     uint32_t job_tx = 0;              // offset from job_head of the job being sent
@@ -409,6 +466,7 @@ struct connection {
 
     bool in_ready = false;
     bool pool_waiting = false;        // no chunk for a path's next PSN: woken when one is returned
+    bool job_waiting = false;         // no job chunk for a READ to commit: woken when one is returned
     bool cq_blocked = false;
     uint64_t timer_deadline = k_no_deadline;
     // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;
@@ -421,12 +479,12 @@ struct connection {
     // The record of psn on path p, sent and not yet below p.una.
     pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
     {
-        return recs[size_t(p.dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
+        return recs[size_t(p.fl->dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
     }
     // The record of p.next_psn, whose chunk claim_next took.
     pkt_record& next_rec(const path_tx& p) noexcept
     {
-        return recs[size_t(p.tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
+        return recs[size_t(p.fl->tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
     }
 };
 

@@ -58,6 +58,9 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, conns_expired, "connections failed by silence while idle"),
     METAROCE_COUNTER(counters, conns_reaped, "failed connections freed after the linger time"),
     METAROCE_COUNTER(counters, record_pool_waits, "times a connection waited for a free in-flight record chunk"),
+    METAROCE_COUNTER(counters, slot_pool_waits, "messages refused or deferred for want of a free message slot chunk"),
+    METAROCE_COUNTER(counters, send_log_misses, "transmissions not logged for RACK for want of a free send log chunk"),
+    METAROCE_COUNTER(counters, sack_pool_waits, "out-of-order packets refused for want of a free SACK bitmap"),
     counter_field{"rx_malformed", k_malformed_first, "packets that failed to parse, by reason",
                   size_t(wire::parse_error::count_) - 1, &malformed_name},
 };

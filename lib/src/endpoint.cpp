@@ -24,7 +24,9 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), cc(c.transport.cc),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks),
+      send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks),
+      job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
@@ -36,6 +38,8 @@ endpoint::impl::impl(const endpoint_config& c)
     }
     timers.reserve(conns.size() * 4);
     pool_waiters.reserve(conns.size());
+    job_waiters.reserve(conns.size());
+    nil_fl = flights.base() + flights.sentinel();
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
@@ -78,9 +82,9 @@ void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcep
 void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) noexcept
 {
     bool gave = false;
-    uint32_t h = p.dir_head;
+    uint32_t h = p.fl->dir_head;
     for (uint32_t i = 0; i < passed && i < k_dir_slots; ++i) {
-        uint16_t& d = p.dir[h];
+        uint16_t& d = p.fl->dir[h];
         if (d != record_pool::k_nil) {
             records.give(d);
             d = record_pool::k_nil;
@@ -88,7 +92,7 @@ void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) n
         }
         h = h + 1 == k_dir_slots ? 0 : h + 1;
     }
-    p.dir_head = uint8_t(passed < k_dir_slots ? h : (p.dir_head + passed) % k_dir_slots);
+    p.fl->dir_head = uint8_t(passed < k_dir_slots ? h : (p.fl->dir_head + passed) % k_dir_slots);
     if (gave && !pool_waiters.empty()) {
         wake_pool_waiters();
     }
@@ -99,14 +103,16 @@ void endpoint::impl::release_records(connection& c) noexcept
 {
     bool gave = false;
     for (path_tx& p : c.ptx) {
-        p.tail = record_pool::k_nil;
-        for (uint16_t& d : p.dir) {
+        if (p.fl == nil_flight()) {
+            continue; // idle: holds nothing
+        }
+        for (uint16_t& d : p.fl->dir) {
             if (d != record_pool::k_nil) {
                 records.give(d);
-                d = record_pool::k_nil;
                 gave = true;
             }
         }
+        drop_flight(p);
     }
     if (c.pool_waiting) {
         c.pool_waiting = false;
@@ -114,6 +120,30 @@ void endpoint::impl::release_records(connection& c) noexcept
     }
     if (gave && !pool_waiters.empty()) {
         wake_pool_waiters();
+    }
+}
+
+// Teardown: every slot and log chunk goes back, whatever its messages' state.
+void endpoint::impl::release_slots(connection& c) noexcept
+{
+    for (uint16_t& d : c.sq.dir) {
+        if (d != send_slots.sentinel()) {
+            send_slots.give(d);
+            d = send_slots.sentinel();
+        }
+    }
+    for (uint16_t& d : c.rslots.dir) {
+        if (d != recv_slots.sentinel()) {
+            recv_slots.give(d);
+            d = recv_slots.sentinel();
+        }
+    }
+    c.sent_order.pop_to(logs, c.sent_order.tail);
+    for (path_rx& r : c.prx) {
+        if (r.sack != sacks.sentinel()) {
+            sacks.give(r.sack);
+            r.sack = sacks.sentinel();
+        }
     }
 }
 
@@ -256,6 +286,32 @@ endpoint::~endpoint() = default;
 const endpoint_config& endpoint::config() const noexcept { return impl_->cfg; }
 mr_table& endpoint::memory() noexcept { return impl_->mrs; }
 const counters& endpoint::stats() const noexcept { return impl_->stats; }
+
+namespace {
+
+template <typename Pool>
+void add_pool(pool_usage& u, const Pool& p, size_t chunk_bytes) noexcept
+{
+    u.reserved_bytes += size_t(p.capacity()) * chunk_bytes;
+    u.held_bytes += size_t(p.in_use()) * chunk_bytes;
+    u.peak_bytes += size_t(p.peak()) * chunk_bytes;
+}
+
+} // namespace
+
+pool_usage endpoint::pools() const noexcept
+{
+    const impl& e = *impl_;
+    pool_usage u;
+    add_pool(u, e.records, k_chunk_records * sizeof(pkt_record));
+    add_pool(u, e.flights, sizeof(path_flight));
+    add_pool(u, e.sacks, sizeof(sack_window::bitmap));
+    add_pool(u, e.send_slots, e.send_slots.chunk_bytes());
+    add_pool(u, e.recv_slots, e.recv_slots.chunk_bytes());
+    add_pool(u, e.logs, e.logs.chunk_bytes());
+    add_pool(u, e.job_slots, e.job_slots.chunk_bytes());
+    return u;
+}
 void endpoint::clear_stats() noexcept { impl_->stats = counters{}; }
 
 post_result endpoint::post_send(conn_id id, const send_wr& wr, uint64_t now_ns)
@@ -496,22 +552,35 @@ std::vector<conn_id> endpoint::connections() const
 
 namespace {
 
+// Pool chunks a directory names (the others name the sentinel).
+size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
+{
+    return size_t(std::count_if(dir.begin(), dir.end(), [&](uint16_t d) { return d != sentinel; }));
+}
+
 // What a connection holds right now: its own structures and the pool chunks of its
-// packets in flight (an idle path holds none).
-size_t state_bytes(const connection& c) noexcept
+// messages and packets in flight (an idle connection holds none).
+size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t sack_nil, uint16_t send_nil, uint16_t recv_nil,
+                   uint16_t job_nil) noexcept
 {
     size_t chunks = 0;
+    size_t busy = 0;
     for (const path_tx& p : c.ptx) {
-        chunks += size_t(std::count_if(std::begin(p.dir), std::end(p.dir),
+        chunks += size_t(std::count_if(std::begin(p.fl->dir), std::end(p.fl->dir),
                                        [](uint16_t d) { return d != record_pool::k_nil; }));
+        busy += p.fl != nil_fl;
     }
-    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record);
+    size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record) + busy * sizeof(path_flight);
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
-    bytes += c.sq.size() * sizeof(send_slot) + c.rslots.size() * sizeof(recv_slot);
-    bytes += c.jobs.size() * sizeof(read_job);
+    bytes += size_t(std::count_if(c.prx.begin(), c.prx.end(), [&](const path_rx& r) { return r.sack != sack_nil; })) *
+             sizeof(sack_window::bitmap);
+    bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
+             held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
+    bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
+    bytes += held(c.jobs.dir, job_nil) * k_slots_per_chunk * sizeof(read_job) + c.jobs.dir.capacity() * sizeof(uint16_t);
     bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
     bytes += c.naks.capacity() * sizeof(nak_entry);
-    bytes += c.sent_order.items.size() * sizeof(sent_entry) + c.tlp_paths.capacity() * sizeof(uint16_t);
+    bytes += c.sent_order.chunks() * log_pool::chunk_bytes() + c.tlp_paths.capacity() * sizeof(uint16_t);
     for (const stream_state& s : c.streams) {
         bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
     }
@@ -542,7 +611,8 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c);
+    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->sacks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
+                                 impl_->job_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;
@@ -552,10 +622,10 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         pi.state = p.state;
         pi.home_plane = p.home_plane;
         pi.cwnd = p.cc.cwnd;
-        pi.inflight = p.inflight;
+        pi.inflight = p.fl->inflight;
         pi.next_psn = p.next_psn;
         pi.una = p.una;
-        pi.rx_expected = i < c->prx.size() ? c->prx[i].win.expected() : 0;
+        pi.rx_expected = i < c->prx.size() ? c->prx[i].expected : 0;
         pi.srtt_ns = p.srtt_ns;
         pi.rto_ns = p.rto_ns;
         pi.timeouts = p.timeouts;

@@ -61,7 +61,14 @@ struct endpoint::impl {
     mr_table mrs;
     detail::sge_pool sges;
     detail::record_pool records;                    // in-flight packet records, all connections
+    detail::flight_pool flights;                    // busy paths' directories (path_flight)
+    detail::sack_pool sacks;                        // SACK bitmaps of paths with a hole open
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
+    detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
+    detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
+    detail::log_pool logs;                          // RACK send logs
+    detail::chunk_pool<detail::read_job, detail::k_slots_per_chunk> job_slots; // READs being answered
+    std::vector<uint32_t> job_waiters;              // slots of connections waiting for a job chunk
     ecn_aimd cc;
     counters stats;
     rate_allocator rates;
@@ -104,8 +111,22 @@ struct endpoint::impl {
     void advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept;
     void return_chunks(connection& c, detail::path_tx& p, uint32_t passed) noexcept;
     void release_records(connection& c) noexcept;
+    detail::path_flight* nil_fl = nullptr;         // flights' sentinel, looked up once
+    detail::path_flight* nil_flight() const noexcept { return nil_fl; }
+    void drop_flight(detail::path_tx& p) noexcept;
     void wait_for_records(connection& c) noexcept;
     void wake_pool_waiters() noexcept;
+    // Message slot chunks (endpoint.cpp): slot i of a table is usable once claimed; the
+    // chunk goes back when its last claimed slot is released.
+    template <typename T>
+    bool claim_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool, detail::slot_table<T>& t,
+                    uint32_t i) noexcept;
+    template <typename T>
+    void release_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool, detail::slot_table<T>& t,
+                      uint32_t i) noexcept;
+    bool claim_recv_slot(connection& c, uint32_t i, bool next_to_commit) noexcept;
+    void release_slots(connection& c) noexcept;
+    void log_sent(connection& c, const detail::sent_entry& e) noexcept;
     void fill_frame_route(const connection& c, uint8_t plane, uint16_t sport, tx_frame& f) const noexcept;
     wire::bth_fields bth_for(const connection& c, wire::opcode op, uint8_t path, uint8_t plane,
                              uint64_t now) const noexcept;
@@ -189,6 +210,10 @@ struct endpoint::impl {
     uint32_t loss_slack(const connection& c, uint32_t path) const noexcept;
     void try_commit(connection& c, uint16_t stream) noexcept;
     void on_job_done(connection& c) noexcept;
+    void wait_for_jobs(connection& c) noexcept;
+    void wake_job_waiters() noexcept;
+    bool release_job(connection& c, uint32_t i) noexcept;
+    void release_jobs(connection& c) noexcept;
     void fail_read_job(connection& c, detail::read_job& j, mr_check why) noexcept;
 
     // completer.cpp
@@ -229,17 +254,22 @@ inline void endpoint::impl::mark_ready(connection& c) noexcept
 // True when path p may send its next PSN: its chunk is held or one can be taken.
 inline bool endpoint::impl::has_record_room(const detail::path_tx& p) const noexcept
 {
-    return !records.empty() || p.tail != detail::record_pool::k_nil;
+    return p.fl->tail != detail::record_pool::k_nil || (!records.empty() && (p.fl != nil_flight() || !flights.empty()));
 }
 
 // The record of p.next_psn, its chunk taken now if not held yet (fresh).
 // has_record_room() said there is one.
 inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept
 {
-    fresh = p.tail == detail::record_pool::k_nil;
+    fresh = p.fl->tail == detail::record_pool::k_nil;
+    if (p.fl == nil_flight()) {
+        // An idle path sends: it takes its in-flight block (has_record_room saw one free).
+        p.fl = flights.base() + flights.take();
+        p.fl->highest_sacked_xmit = p.xmit_counter; // nothing sent after this was SACKed
+    }
     if (fresh) {
-        p.tail = records.take();
-        p.dir[p.dir_slot(p.next_psn)] = p.tail;
+        p.fl->tail = records.take();
+        p.fl->dir[p.dir_slot(p.next_psn)] = p.fl->tail;
     }
     return c.next_rec(p);
 }
@@ -253,13 +283,73 @@ inline void endpoint::impl::advance_una(connection& c, detail::path_tx& p, uint3
     if (passed != 0) {
         return_chunks(c, p, passed); // once per 16 packets
     }
-    uint16_t& d = p.dir[p.dir_head];
+    uint16_t& d = p.fl->dir[p.fl->dir_head];
     if (to == p.next_psn && d != detail::record_pool::k_nil) {
         records.give(d); // an idle path holds nothing
-        d = p.tail = detail::record_pool::k_nil;
+        d = p.fl->tail = detail::record_pool::k_nil;
         if (!pool_waiters.empty()) {
             wake_pool_waiters();
         }
+    }
+    if (to == p.next_psn) {
+        drop_flight(p); // nothing outstanding: the path keeps no in-flight state
+    }
+}
+
+template <typename T>
+inline bool endpoint::impl::claim_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool,
+                                       detail::slot_table<T>& t, uint32_t i) noexcept
+{
+    uint16_t& d = t.dir[i >> detail::k_slot_shift];
+    if (d == pool.sentinel()) {
+        d = pool.take();
+        if (d == pool.sentinel()) {
+            ++stats.slot_pool_waits;
+            return false;
+        }
+    }
+    ++pool.aux(d);
+    return true;
+}
+
+template <typename T>
+inline void endpoint::impl::release_slot(detail::chunk_pool<T, detail::k_slots_per_chunk>& pool,
+                                         detail::slot_table<T>& t, uint32_t i) noexcept
+{
+    uint16_t& d = t.dir[i >> detail::k_slot_shift];
+    if (--pool.aux(d) == 0) {
+        pool.give(d);
+        d = pool.sentinel();
+    }
+}
+
+// Chunks kept back for the message each stream must commit next (spec 4.5): later
+// messages of many streams and connections could otherwise hold every chunk while the
+// one they all wait behind finds none.
+inline bool endpoint::impl::claim_recv_slot(connection& c, uint32_t i, bool next_to_commit) noexcept
+{
+    const uint32_t reserve = std::max<uint32_t>(1, recv_slots.capacity() / 16);
+    if (!next_to_commit && c.rslots.dir[i >> detail::k_slot_shift] == recv_slots.sentinel() &&
+        recv_slots.free_chunks() <= reserve) {
+        ++stats.slot_pool_waits;
+        return false;
+    }
+    return claim_slot(recv_slots, c.rslots, i);
+}
+
+inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e) noexcept
+{
+    if (!c.sent_order.push(logs, e)) {
+        ++stats.send_log_misses;
+    }
+}
+
+// Gives p's in-flight block back (it must hold no chunk and nothing in flight).
+inline void endpoint::impl::drop_flight(detail::path_tx& p) noexcept
+{
+    if (p.fl != nil_flight()) {
+        flights.give(uint16_t(p.fl - flights.base()));
+        p.fl = nil_flight();
     }
 }
 

@@ -99,7 +99,8 @@ uint32_t endpoint::impl::withdraw_recvs(connection& c, uint16_t stream) noexcept
 {
     detail::stream_state& ss = c.streams[stream];
     uint32_t keep = ss.rq_consumed;
-    for (const detail::recv_slot& rs : c.rslots) {
+    for (uint32_t i = 0; i < c.rslots.size(); ++i) {
+        const detail::recv_slot& rs = c.rslots[i]; // the idle sentinel where no chunk is held
         if (rs.in_use && rs.stream == stream && wire::info(rs.op).consumes_recv &&
             !seq_lt(rs.recv_seq, keep)) {
             keep = rs.recv_seq + 1;
@@ -163,7 +164,8 @@ void endpoint::impl::drop_orphans(connection& c, bool all) noexcept
 void endpoint::impl::release_lists(connection& c) noexcept
 {
     drop_orphans(c, true);
-    for (detail::send_slot& s : c.sq) {
+    for (uint32_t i = 0; i < c.sq.size(); ++i) {
+        detail::send_slot& s = c.sq[i]; // the idle sentinel where no chunk is held
         if (s.in_use) {
             sges.release(s.sgl);
             s.sgl = sge_pool::k_none;

@@ -179,7 +179,7 @@ void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
             reroute(c, i, n == 0 ? p.plane : usable[(displaced++ + c.id) % n]);
             // What was on the dead plane is gone: resend it on the new one right away.
             requeue_in_flight(c, i);
-            if (p.inflight > 0) {
+            if (p.fl->inflight > 0) {
                 set_rto(c, p, now + p.rto_ns);
             }
             moved = true;
@@ -317,7 +317,7 @@ void endpoint::impl::on_probe_ack(connection& cr, const rx_meta& m, const wire::
             // timeouts that condemned the old route no longer count.
             p.state = path_state::suspect;
             p.timeouts = 0;
-            set_rto(*c, p, p.inflight > 0 ? now + p.rto_ns : k_no_deadline);
+            set_rto(*c, p, p.fl->inflight > 0 ? now + p.rto_ns : k_no_deadline);
             mark_ready(*c);
         }
     }

@@ -47,16 +47,25 @@ public:
     pkt_record* base() noexcept { return recs_.get(); }
     bool empty() const noexcept { return free_count_ == 0; }
     // A free chunk, or k_nil when every chunk is taken.
-    uint16_t take() noexcept { return free_count_ == 0 ? k_nil : free_[--free_count_]; }
+    uint16_t take() noexcept
+    {
+        if (free_count_ == 0) {
+            return k_nil;
+        }
+        peak_ = capacity_ - free_count_ + 1 > peak_ ? capacity_ - free_count_ + 1 : peak_;
+        return free_[--free_count_];
+    }
     void give(uint16_t chunk) noexcept { free_[free_count_++] = chunk; }
     uint32_t capacity() const noexcept { return capacity_; }
     uint32_t in_use() const noexcept { return capacity_ - free_count_; }
+    uint32_t peak() const noexcept { return peak_; } // most chunks ever in use at once
 
 private:
     std::unique_ptr<pkt_record[]> recs_;
     std::unique_ptr<uint16_t[]> free_; // a stack: the chunk used last is reused first (warm)
     uint32_t free_count_ = 0;
     uint32_t capacity_ = 0;
+    uint32_t peak_ = 0;
 };
 
 } // namespace metaroce::detail

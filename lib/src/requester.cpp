@@ -61,17 +61,22 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
             return to_post_result(mc);
         }
     }
-    send_slot& s = c.sq[c.next_msn % c.sq.size()];
-    if (s.in_use) {
+    const uint32_t si = c.next_msn % c.sq.size();
+    if (c.sq[si].in_use) {
         return post_result::queue_full;
+    }
+    if (!claim_slot(send_slots, c.sq, si)) {
+        return post_result::queue_full; // every slot chunk of the endpoint is in use
     }
     int32_t list = detail::sge_pool::k_none;
     if (listed) {
         list = sges.store({wr.sg_list, wr.num_sge});
         if (list == detail::sge_pool::k_none) {
+            release_slot(send_slots, c.sq, si);
             return post_result::queue_full;
         }
     }
+    send_slot& s = c.sq[si]; // after the claim: before it the index named the sentinel
     stream_state& ss = c.streams[wr.stream];
     s = send_slot{};
     s.in_use = true;
@@ -122,7 +127,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         c.tlp_paths.pop();
         path_tx& p = c.ptx[i];
         p.tlp_new = false;
-        if (p.state != path_state::failed && double(p.inflight) < std::max(1.0, p.cc.cwnd) &&
+        if (p.state != path_state::failed && double(p.fl->inflight) < std::max(1.0, p.cc.cwnd) &&
             uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(p)) {
             p.ack_req_next = true;
             return int(i);
@@ -137,7 +142,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         if (p.state == path_state::congested && now >= p.congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed || double(p.inflight) >= std::max(1.0, p.cc.cwnd) ||
+        if (p.state == path_state::failed || double(p.fl->inflight) >= std::max(1.0, p.cc.cwnd) ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
@@ -218,9 +223,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     // Also when the connection has fewer packets out than paths and this path none:
     // round robin puts at most one packet on each, so no later packet of the path can
     // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
-    const bool fills = double(p.inflight) + 1 >= p.cc.cwnd ||
+    const bool fills = double(p.fl->inflight) + 1 >= p.cc.cwnd ||
                        double(c.inflight) + 1 >= effective_cwnd(c.cc) ||
-                       (p.inflight == 0 && c.inflight + 1 < c.paths);
+                       (p.fl->inflight == 0 && c.inflight + 1 < c.paths);
     r.ack_req = last || fills || retx || p.ack_req_next;
     if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
@@ -271,7 +276,7 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
-    c.sent_order.push(sent_entry::make(psn, r.xmit_no, path));
+    log_sent(c, sent_entry::make(psn, r.xmit_no, path));
     ++p.tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
@@ -368,16 +373,19 @@ inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind
     r.len = len;
     if (!build_from_record(c, path, psn, now, f, false)) {
         if (fresh) {
-            records.give(p.tail); // a path holds no chunk before it sends into it
-            p.dir[p.dir_slot(psn)] = p.tail = record_pool::k_nil;
+            records.give(p.fl->tail); // a path holds no chunk before it sends into it
+            p.fl->dir[p.dir_slot(psn)] = p.fl->tail = record_pool::k_nil;
+        }
+        if (p.una == p.next_psn) {
+            drop_flight(p); // it was idle: it stays so
         }
         return false;
     }
     r.state = rec_state::in_flight;
     if ((++p.next_psn & (k_chunk_records - 1)) == 0) {
-        p.tail = record_pool::k_nil; // the next PSN starts a chunk
+        p.fl->tail = record_pool::k_nil; // the next PSN starts a chunk
     }
-    ++p.inflight;
+    ++p.fl->inflight;
     ++c.inflight;
     return true;
 }

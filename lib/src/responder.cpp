@@ -154,10 +154,17 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;
     r.last_ts = p.tx_ts;
-    const sack_window::verdict w = r.win.classify(p.psn);
+    const sack_window::verdict w = sack_window::classify(r.expected, sacks.base()[r.sack], p.psn);
     if (w != sack_window::verdict::fresh) {
         ++(w == sack_window::verdict::duplicate ? stats.rx_duplicates : stats.rx_beyond_window);
         queue_ack(c, p.path); // the sender may have missed our ACK
+        return;
+    }
+    if (p.psn != r.expected && r.sack == sacks.sentinel() && sacks.empty()) {
+        // It would open a hole and no bitmap is free: not taken, not recorded, so the
+        // sender resends it (the ACK shows the gap below it as it stands).
+        ++stats.sack_pool_waits;
+        queue_ack(c, p.path);
         return;
     }
     outcome o;
@@ -176,19 +183,20 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_bad_shape; // spec 4.3: every packet sits on the mtu grid
             o = nak(wire::nak_reason::invalid_request);
         } else {
-            recv_slot& rs = c.rslots[p.msn % c.rslots.size()];
+            const uint32_t slot_i = p.msn % c.rslots.size();
+            const recv_slot& cur = c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
             stream_state& ss = c.streams[p.stream];
             bool opened = false;
-            if (rs.in_use && rs.msn != p.msn) {
+            if (cur.in_use && cur.msn != p.msn) {
                 // The slot still holds an older message that cannot commit yet (our CQ
                 // is full). Not ready: acknowledging a packet we drop would lose it.
                 o.v = verdict::rnr;
-            } else if (rs.in_use && (rs.op != p.op || rs.stream != p.stream || rs.ssn != p.ssn ||
-                                     rs.msg_len != p.msg_len || rs.va != p.va || rs.rkey != p.rkey)) {
+            } else if (cur.in_use && (cur.op != p.op || cur.stream != p.stream || cur.ssn != p.ssn ||
+                                     cur.msg_len != p.msg_len || cur.va != p.va || cur.rkey != p.rkey)) {
                 o = nak(wire::nak_reason::invalid_request);
-            } else if (!rs.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
+            } else if (!cur.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
                 o.v = verdict::drop; // a message already committed
-            } else if (!rs.in_use) {
+            } else if (!cur.in_use) {
                 // First packet of this message to arrive: check it once, for all of it.
                 recv_slot n;
                 n.op = p.op;
@@ -221,14 +229,21 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
                         c.bad_recv_status = wc_status::loc_len_err;
                     }
                 }
+                // A fresh slot chunk goes to the stream's next message to commit, or while
+                // more than the reserve is free: messages that must wait for an earlier
+                // one cannot take the chunks that one needs (it would never commit).
+                if (o.v == verdict::accepted && !claim_recv_slot(c, slot_i, p.ssn == ss.commit_ssn)) {
+                    o.v = verdict::rnr; // resent after the RNR delay
+                }
                 if (o.v == verdict::accepted) {
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
                     n.in_use = true;
-                    rs = n;
+                    c.rslots[slot_i] = n;
                     opened = true;
                 }
             }
+            recv_slot& rs = c.rslots[slot_i];
             // A message that is already complete (a peer repeating a packet under a new
             // PSN) takes nothing more: linking it twice would make the pending list a cycle.
             const uint32_t n_pkts = packets_in(rs.msg_len, c.mtu);
@@ -268,8 +283,17 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         if (rates.take_resplit()) {
             push_shares();
         }
-        const uint32_t before = r.win.expected();
-        r.win.record(p.psn);
+        const uint32_t before = r.expected;
+        if (p.psn != before && r.sack == sacks.sentinel()) {
+            r.sack = sacks.take(); // a hole opens (on_data saw a free bitmap)
+        }
+        sack_window::bitmap& bits = sacks.base()[r.sack];
+        sack_window::record(r.expected, bits, p.psn);
+        const bool hole = sack_window::any(bits);
+        if (!hole && r.sack != sacks.sentinel()) {
+            sacks.give(r.sack); // the run is complete: nothing above expected
+            r.sack = sacks.sentinel();
+        }
         r.bytes_since_ack += uint32_t(p.payload.size());
         r.rx_pkts = uint16_t(std::min<uint32_t>(0xffff, r.rx_pkts + 1u));
         if (m.ce) {
@@ -277,7 +301,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_ce;
         }
         const bool now_ack = joined || (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
-                             r.win.has_hole() || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
+                             hole || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
         if (now_ack) {
             queue_ack(c, p.path);
         } else if (!r.ack_delayed) {
@@ -332,7 +356,12 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
             if (c.job_count == c.jobs.size()) {
                 return; // resumed when a job finishes
             }
-            read_job& j = c.jobs[(c.job_head + c.job_count) % c.jobs.size()];
+            const uint32_t ji = (c.job_head + c.job_count) % c.jobs.size();
+            if (!claim_slot(job_slots, c.jobs, ji)) {
+                wait_for_jobs(c); // resumed when any connection's job chunk is returned
+                return;
+            }
+            read_job& j = c.jobs[ji];
             j = read_job{};
             j.in_use = true;
             j.stream = rs.stream;
@@ -377,8 +406,10 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
                 ++stats.rx_access_errors;
             }
         }
+        const uint32_t done = uint32_t(*link);
         *link = rs.next_pending;
         rs.in_use = false;
+        release_slot(recv_slots, c.rslots, done);
         ++ss.commit_ssn;
         ++c.rx_msgs_committed;
     }
@@ -430,14 +461,73 @@ void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noe
 
 void endpoint::impl::on_job_done(connection& c) noexcept
 {
+    bool gave = false;
     while (c.job_count > 0 && c.jobs[c.job_head].done) {
         c.jobs[c.job_head] = read_job{};
+        gave = release_job(c, c.job_head) || gave;
         c.job_head = (c.job_head + 1) % c.jobs.size();
         --c.job_count;
         --c.job_tx;
     }
     for (uint16_t s = 0; s < c.streams.size(); ++s) {
         try_commit(c, s); // a READ may have waited for a free job
+    }
+    if (gave) {
+        wake_job_waiters();
+    }
+}
+
+void endpoint::impl::wait_for_jobs(connection& c) noexcept
+{
+    if (!c.job_waiting) {
+        c.job_waiting = true;
+        job_waiters.push_back(slot_of(c.id)); // reserved for every connection slot
+    }
+}
+
+// Job chunks came back: connections that found none try their READs again.
+void endpoint::impl::wake_job_waiters() noexcept
+{
+    while (!job_waiters.empty() && !job_slots.empty()) {
+        const uint32_t idx = job_waiters.back();
+        job_waiters.pop_back();
+        connection* w = conns[idx].get();
+        if (w == nullptr || !w->job_waiting) {
+            continue;
+        }
+        w->job_waiting = false;
+        if (w->state == conn_state::established) {
+            for (uint16_t s = 0; s < w->streams.size(); ++s) {
+                try_commit(*w, s);
+            }
+        }
+    }
+}
+
+// True when the slot's chunk went back to the pool.
+bool endpoint::impl::release_job(connection& c, uint32_t i) noexcept
+{
+    const uint16_t d = c.jobs.dir[i >> k_slot_shift];
+    release_slot(job_slots, c.jobs, i);
+    return c.jobs.dir[i >> k_slot_shift] != d;
+}
+
+void endpoint::impl::release_jobs(connection& c) noexcept
+{
+    bool gave = false;
+    for (uint16_t& d : c.jobs.dir) {
+        if (d != job_slots.sentinel()) {
+            job_slots.give(d);
+            d = job_slots.sentinel();
+            gave = true;
+        }
+    }
+    if (c.job_waiting) {
+        c.job_waiting = false;
+        std::erase(job_waiters, slot_of(c.id));
+    }
+    if (gave) {
+        wake_job_waiters();
     }
 }
 
@@ -468,7 +558,7 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     r.ack_queued = false;
     r.ack_delayed = false;
     wire::bth_fields b = bth_for(c, wire::opcode::ack, uint8_t(path), r.reply_plane, now);
-    b.psn = r.win.expected();
+    b.psn = r.expected;
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
     const uint32_t hint = rates.hint_mbps(slot_of(c.id));
@@ -476,12 +566,12 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
     a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
-    r.win.to_wire(a.sack);
+    sack_window::to_wire(sacks.base()[r.sack], a.sack);
     if (c.last_ack_path >= 0 && c.last_ack_path != path) {
         // The previous ACK, repeated in short: if it was lost, the data it acknowledged
         // is not resent (spec 3.6).
         const uint32_t q = uint32_t(c.last_ack_path);
-        a.also_cum = wire::be32_t::from_host(wire::pack_also_cum(uint8_t(q), c.prx[q].win.expected()));
+        a.also_cum = wire::be32_t::from_host(wire::pack_also_cum(uint8_t(q), c.prx[q].expected));
         b.flags |= wire::bth_flag::also_acks;
     }
     c.last_ack_path = path;

@@ -7,7 +7,7 @@
 
 namespace metaroce {
 
-void sack_window::record_slow(int32_t d) noexcept
+void sack_window::record_slow(uint32_t& expected, bitmap& bits_, int32_t d) noexcept
 {
     if (d < 0 || uint32_t(d) >= wire::k_sack_bits) {
         return;
@@ -24,13 +24,13 @@ void sack_window::record_slow(int32_t d) noexcept
         break;
     }
     if (run > 0) {
-        shift(run);
+        shift(expected, bits_, run);
     }
 }
 
-void sack_window::shift(uint32_t n) noexcept
+void sack_window::shift(uint32_t& expected, bitmap& bits_, uint32_t n) noexcept
 {
-    expected_ += n;
+    expected += n;
     if (n >= wire::k_sack_bits) {
         bits_.fill(0);
         return;
@@ -45,7 +45,7 @@ void sack_window::shift(uint32_t n) noexcept
     }
 }
 
-void sack_window::to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept
+void sack_window::to_wire(const bitmap& bits_, uint8_t (&out)[wire::k_sack_bits / 8]) noexcept
 {
     if constexpr (std::endian::native == std::endian::little) {
         std::memcpy(out, bits_.data(), sizeof(out)); // the wire order is the words' LSB first

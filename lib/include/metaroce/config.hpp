@@ -101,6 +101,28 @@ struct endpoint_config {
     // A path finds no chunk only when all are taken: it then waits like a full window
     // (counter record_pool_waits). At most 65535.
     uint32_t record_chunks = 4096;
+    // Message slots, shared by all connections in chunks of 16 (a chunk of a connection's
+    // max_msgs window is held while one of its 16 messages is outstanding). A post_send
+    // that finds none returns queue_full; an inbound message that finds none is refused
+    // as receiver-not-ready and resent (counter slot_pool_waits). Defaults: 256
+    // connections with a full 256-message window each (9 MiB and 4.5 MiB, touched only
+    // as used). At most 65535 each.
+    uint32_t send_slot_chunks = 4096;
+    uint32_t recv_slot_chunks = 4096;
+    // RACK's send log (spec 5.5) in chunks of 64 transmissions (512 B), held while packets
+    // are in flight: 2048 chunks hold 131072 entries, twice the record pool's packets.
+    // With none free a transmission is not logged and only its tail probe or RTO can
+    // find its loss (counter send_log_misses). At most 65535.
+    uint32_t send_log_chunks = 2048;
+    // READs being answered (max_reads per connection), in chunks of 16 held while one of
+    // their READs is: a READ that finds none waits, committed in order, until another
+    // connection's READ finishes (counter slot_pool_waits). 1024 chunks: 640 KiB.
+    uint32_t read_job_chunks = 1024;
+    // SACK bitmaps (32 B) of receiving paths with a hole open (a PSN arrived above the
+    // next in order), held until the hole closes. A packet that would open one with none
+    // free is not taken (counter sack_pool_waits) and is resent like a lost one.
+    // 16384: 512 KiB. At most 65535.
+    uint32_t sack_blocks = 16384;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.

@@ -68,6 +68,7 @@ public:
     const counters& stats() const noexcept;
     void clear_stats() noexcept;
     std::optional<conn_info> inspect(conn_id c) const;
+    pool_usage pools() const noexcept;
     std::vector<conn_id> connections() const;
 
 private:

@@ -67,4 +67,14 @@ struct conn_info {
     std::vector<path_info> path;
 };
 
+// The endpoint's shared pools (in-flight records and path blocks, message slots, RACK send
+// logs, READ jobs): a connection's state_bytes counts the chunks it holds; these say what
+// the pools reserve (address space, touched only as used), hold now, and held at most
+// (the sum of each pool's high-water mark).
+struct pool_usage {
+    size_t reserved_bytes = 0;
+    size_t held_bytes = 0;
+    size_t peak_bytes = 0;
+};
+
 } // namespace metaroce

@@ -14,6 +14,8 @@ namespace metaroce {
 class sack_window {
 public:
     enum class verdict : uint8_t { fresh, duplicate, beyond_window };
+    static constexpr uint32_t k_words = wire::k_sack_bits / 64;
+    using bitmap = std::array<uint64_t, k_words>; // bit i of word w = PSN expected + 64w + i
 
     void reset(uint32_t first_psn) noexcept
     {
@@ -21,34 +23,11 @@ public:
         bits_.fill(0);
     }
     // Classifies a PSN without recording it.
-    verdict classify(uint32_t psn) const noexcept
-    {
-        const int32_t d = seq_diff(psn, expected_);
-        if (d < 0) {
-            return verdict::duplicate;
-        }
-        if (uint32_t(d) >= wire::k_sack_bits) {
-            return verdict::beyond_window;
-        }
-        return bit(uint32_t(d)) ? verdict::duplicate : verdict::fresh;
-    }
+    verdict classify(uint32_t psn) const noexcept { return classify(expected_, bits_, psn); }
     // Records a fresh PSN and advances the cumulative point over any run it completes.
-    void record(uint32_t psn) noexcept
-    {
-        const int32_t d = seq_diff(psn, expected_);
-        if (d == 0 && !has_hole()) {
-            ++expected_; // in order with nothing above it, the usual case: no bitmap to shift
-            return;
-        }
-        record_slow(d);
-    }
+    void record(uint32_t psn) noexcept { record(expected_, bits_, psn); }
     // True if some PSN above the cumulative point has arrived (a hole exists).
-    bool has_hole() const noexcept
-    {
-        static_assert(k_words == 4);
-        // Bit 0 is never set after record(), so any set bit is above a hole.
-        return (bits_[0] | bits_[1] | bits_[2] | bits_[3]) != 0;
-    }
+    bool has_hole() const noexcept { return any(bits_); }
 
     uint32_t expected() const noexcept { return expected_; }
     bool received(uint32_t psn) const noexcept
@@ -57,19 +36,48 @@ public:
         if (d < 0) {
             return true;
         }
-        return uint32_t(d) < wire::k_sack_bits && bit(uint32_t(d));
+        return uint32_t(d) < wire::k_sack_bits && bit(bits_, uint32_t(d));
     }
     // Writes the bitmap as it goes on the wire (bit i = PSN expected()+i, LSB first).
-    void to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept;
+    void to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept { to_wire(bits_, out); }
+
+    // The same rules on a window kept elsewhere: the core holds a path's bitmap in a
+    // pool only while it has a hole (an all-zero bitmap otherwise).
+    static verdict classify(uint32_t expected, const bitmap& bits, uint32_t psn) noexcept
+    {
+        const int32_t d = seq_diff(psn, expected);
+        if (d < 0) {
+            return verdict::duplicate;
+        }
+        if (uint32_t(d) >= wire::k_sack_bits) {
+            return verdict::beyond_window;
+        }
+        return bit(bits, uint32_t(d)) ? verdict::duplicate : verdict::fresh;
+    }
+    static void record(uint32_t& expected, bitmap& bits, uint32_t psn) noexcept
+    {
+        const int32_t d = seq_diff(psn, expected);
+        if (d == 0 && !any(bits)) {
+            ++expected; // in order with nothing above it, the usual case: no bitmap to shift
+            return;
+        }
+        record_slow(expected, bits, d);
+    }
+    static bool any(const bitmap& bits) noexcept
+    {
+        static_assert(k_words == 4);
+        // Bit 0 is never set after record(), so any set bit is above a hole.
+        return (bits[0] | bits[1] | bits[2] | bits[3]) != 0;
+    }
+    static void to_wire(const bitmap& bits, uint8_t (&out)[wire::k_sack_bits / 8]) noexcept;
 
 private:
-    static constexpr uint32_t k_words = wire::k_sack_bits / 64;
-    bool bit(uint32_t d) const noexcept { return (bits_[d / 64] >> (d % 64)) & 1u; }
-    void record_slow(int32_t d) noexcept;
-    void shift(uint32_t n) noexcept;
+    static bool bit(const bitmap& bits, uint32_t d) noexcept { return (bits[d / 64] >> (d % 64)) & 1u; }
+    static void record_slow(uint32_t& expected, bitmap& bits, int32_t d) noexcept;
+    static void shift(uint32_t& expected, bitmap& bits, uint32_t n) noexcept;
 
     uint32_t expected_ = 0;
-    std::array<uint64_t, k_words> bits_{}; // bit i of word w = PSN expected_ + 64w + i
+    bitmap bits_{};
 };
 
 } // namespace metaroce
