@@ -394,6 +394,7 @@ struct connection {
     wc_status bad_recv_status = wc_status::wr_flush_err;
 
     bool in_ready = false;
+    bool in_ack_ready = false;
     bool pool_waiting = false;        // no chunk for a path's next PSN: woken when one is returned
     bool cq_blocked = false;
     uint64_t timer_deadline = k_no_deadline;

@@ -28,7 +28,7 @@ endpoint::impl::impl(const endpoint_config& c)
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
-      ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue)
+      ready(conns.size() * 2), ack_ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue)
 {
     free_slots.reserve(conns.size());
     for (uint32_t i = uint32_t(conns.size()); i > 0; --i) {
@@ -366,6 +366,29 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
         ++e.stats.tx_packets;
         e.stats.tx_bytes += f.len;
         return true;
+    }
+    // ACKs and NAKs before anyone's data (spec 5.4): queued behind a round of this
+    // node's own data packets, they would make the peers' RTTs swing with our send
+    // load, and their tail probes and RTOs fire with nothing lost (issue 12).
+    while (!e.ack_ready.empty()) {
+        const uint32_t idx = e.ack_ready.front();
+        e.ack_ready.pop();
+        connection* c = e.conns[idx].get();
+        if (c == nullptr) {
+            continue;
+        }
+        c->in_ack_ready = false;
+        if (c->state == conn_state::connecting || c->state == conn_state::closed) {
+            continue;
+        }
+        if ((!c->naks.empty() && e.produce_nak(*c, now, f)) || (!c->ack_queue.empty() && e.produce_ack(*c, now, f))) {
+            if (!c->naks.empty() || !c->ack_queue.empty()) {
+                c->in_ack_ready = e.ack_ready.push(idx);
+            }
+            ++e.stats.tx_packets;
+            e.stats.tx_bytes += f.len;
+            return true;
+        }
     }
     while (!e.ready.empty()) {
         const uint32_t idx = e.ready.front();

@@ -76,6 +76,7 @@ struct endpoint::impl {
     std::unordered_map<uint64_t, conn_id> by_peer; // (peer addr, peer conn) -> local
 
     detail::fixed_ring<uint32_t> ready;             // connection indexes with work to send
+    detail::fixed_ring<uint32_t> ack_ready;         // ...with ACKs or NAKs to send: served first
     detail::fixed_ring<ctrl_reply> replies;
     detail::fixed_ring<completion> cq;
     detail::fixed_ring<conn_event> events;
