@@ -90,9 +90,9 @@ TEST_CASE("an ACK leaves ahead of data queued on the node's other connections", 
 TEST_CASE("ACKs go first but do not silence the node's data", "[ack][timers]")
 {
     transport_config t;
-    t.paths = 64;
-    t.cc.conn_cwnd_first = 64; // A's first packets all go out at once
-    t.cc.conn_cwnd_init = 64;
+    t.paths = 128;
+    t.cc.conn_cwnd_first = 128; // A's first packets all go out at once
+    t.cc.conn_cwnd_init = 128;
     two_way x(t, 4);
     pair_harness& h = *x.h;
     buffer bsrc(h.b(), 64 << 10, k_all_access, 3);
@@ -101,8 +101,8 @@ TEST_CASE("ACKs go first but do not silence the node's data", "[ack][timers]")
         REQUIRE(h.b().post_send(x.ba[i], make_wr(wr_opcode::write, bsrc, adst, i), h.now()) == post_result::ok);
     }
     // A's first packets go one per path and each asks for an ACK: B owes one per path.
-    buffer asrc(h.a(), 256 << 10, k_all_access, 5);
-    buffer bdst(h.b(), 256 << 10, k_all_access);
+    buffer asrc(h.a(), 512 << 10, k_all_access, 5);
+    buffer bdst(h.b(), 512 << 10, k_all_access);
     REQUIRE(h.a().post_send(x.ab, make_wr(wr_opcode::write, asrc, bdst, 99), h.now()) == post_result::ok);
     pulled d;
     uint32_t delivered = 0;
@@ -110,19 +110,19 @@ TEST_CASE("ACKs go first but do not silence the node's data", "[ack][timers]")
         h.b().on_packet(d.meta, d.bytes, h.now());
         ++delivered;
     }
-    REQUIRE(delivered >= 40);
+    REQUIRE(delivered >= 100);
     std::vector<wire::opcode> out;
     pulled p;
-    while (out.size() < 200 && pull_one(h.b(), pair_harness::k_addr_b, h.now(), p)) {
+    while (out.size() < 400 && pull_one(h.b(), pair_harness::k_addr_b, h.now(), p)) {
         out.push_back(p.view().op);
     }
     const auto acks = std::count(out.begin(), out.end(), wire::opcode::ack);
-    REQUIRE(acks >= 40);
-    // The first ACKs go ahead of B's data, but data gets a turn at least every 17 packets.
-    CHECK(out[0] == wire::opcode::ack);
-    for (size_t i = 0; i + 17 <= out.size() && i < size_t(acks); ++i) {
-        INFO("packets " << i << ".." << i + 16);
-        CHECK(std::count(out.begin() + ptrdiff_t(i), out.begin() + ptrdiff_t(i + 17), wire::opcode::ack) < 17);
+    REQUIRE(acks >= 100);
+    // The first ACKs go ahead of B's data, but data gets a turn at least every 65 packets.
+    CHECK(std::count(out.begin(), out.begin() + 64, wire::opcode::ack) == 64);
+    for (size_t i = 0; i + 65 <= out.size() && i < size_t(acks); ++i) {
+        INFO("packets " << i << ".." << i + 64);
+        CHECK(std::count(out.begin() + ptrdiff_t(i), out.begin() + ptrdiff_t(i + 65), wire::opcode::ack) < 65);
     }
 }
 
