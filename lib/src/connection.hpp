@@ -465,6 +465,7 @@ struct connection {
     wc_status bad_recv_status = wc_status::wr_flush_err;
 
     bool in_ready = false;
+    bool in_ack_ready = false;
     bool pool_waiting = false;        // no chunk for a path's next PSN: woken when one is returned
     bool job_waiting = false;         // no job chunk for a READ to commit: woken when one is returned
     bool cq_blocked = false;

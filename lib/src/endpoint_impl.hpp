@@ -83,6 +83,8 @@ struct endpoint::impl {
     std::unordered_map<uint64_t, conn_id> by_peer; // (peer addr, peer conn) -> local
 
     detail::fixed_ring<uint32_t> ready;             // connection indexes with work to send
+    detail::fixed_ring<uint32_t> ack_ready;         // ...with ACKs or NAKs to send: served first
+    uint32_t acks_in_row = 0;                       // from ack_ready since the last data packet
     detail::fixed_ring<ctrl_reply> replies;
     detail::fixed_ring<completion> cq;
     detail::fixed_ring<conn_event> events;
@@ -100,6 +102,7 @@ struct endpoint::impl {
     bool push_cq(connection& c, const completion& wc) noexcept;
     void push_event(conn_event::kind k, const connection& c) noexcept;
     bool produce(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_ack_first(uint64_t now, tx_frame& f) noexcept;
     void conn_timer(connection& c, uint64_t now) noexcept;
     void recompute_timer(connection& c, uint64_t now) noexcept;
     bool liveness_timer(connection& c, uint64_t now) noexcept;

@@ -110,6 +110,9 @@ void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
     if (!r.ack_queued) {
         r.ack_queued = c.ack_queue.push(uint16_t(path));
     }
+    if (!c.in_ack_ready) {
+        c.in_ack_ready = ack_ready.push(slot_of(c.id));
+    }
     mark_ready(c);
 }
 
