@@ -119,6 +119,10 @@ inline bool is_retx(const rx_pkt& p)
 }
 
 // New (not resent) data packets of the connection on streams >= 2, within the window.
+// How long the first packet of a window may take to show on a real clock, where nothing
+// the IUT could send meanwhile (no packet of it is outstanding) would be counted.
+inline constexpr uint64_t k_patient_ns = 200'000'000;
+
 // patient_ns: on a real clock, how long the first packet may take (a loaded host can keep
 // the IUT off its cores for milliseconds); the window then runs from that packet. Only for
 // bursts where nothing the IUT sends late could be counted (no timer of its is armed).

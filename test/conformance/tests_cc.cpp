@@ -15,9 +15,6 @@ std::vector<rx_pkt> burst(ctx& x, const tconn& c, uint64_t patient_ns = 0)
     return new_packets(x, c, x.p.burst_ns(), SIZE_MAX, patient_ns);
 }
 
-// How long the first packet of a window may take to show on a real clock, where nothing
-// the IUT could send meanwhile (no packet of it is outstanding) would be counted.
-constexpr uint64_t k_patient_ns = 200'000'000;
 
 std::map<uint8_t, size_t> per_path(const std::vector<rx_pkt>& v)
 {

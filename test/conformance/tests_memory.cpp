@@ -158,8 +158,9 @@ CONFORMANCE_TEST(read_source_deregistered_while_answering, "8.5", "3.7")
     m.read_len = 48 * 1024; // more packets than the IUT's first window
     m.stream = 3;
     const sent_msg s = x.p.send_message(c, m);
-    const std::vector<rx_pkt> first = new_packets(x, c, x.p.burst_ns());
-    x.check(!first.empty() && first.size() < 48, "the READ's response did not stop at a window");
+    const std::vector<rx_pkt> first = new_packets(x, c, x.p.burst_ns(), SIZE_MAX, k_patient_ns);
+    x.check(!first.empty() && first.size() < 48, "the READ's response did not stop at a window (" +
+                                                      std::to_string(first.size()) + " packets)");
     x.check(x.t.dereg_mr(r), "the target could not deregister the region");
     ack_all(x, c);
     const rx_pkt n = x.p.must(tester::nak_for(c), x.p.reply_ns(), "a NAK for the READ whose source went away");
