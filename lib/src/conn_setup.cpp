@@ -435,6 +435,9 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
     return f.len > 0;
 }
 
+// Control retries before the interval starts doubling (spec 7.3).
+constexpr uint32_t k_flat_retries = 3;
+
 bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
 {
     if (c.ctrl_deadline > now) {
@@ -460,8 +463,11 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     } else {
         c.close_pending = true;
     }
-    // Exponential backoff: quick retries on a lossy fabric, patience for a slow peer.
-    c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(c.ctrl_retries, 6));
+    // The first retries at the base interval (a lossy fabric loses handshake packets too,
+    // and a set-up waits on every one of them), then exponential backoff: patience for a
+    // slow or absent peer.
+    const uint32_t doublings = c.ctrl_retries > k_flat_retries ? c.ctrl_retries - k_flat_retries : 0;
+    c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(doublings, 6));
     mark_ready(c);
     return true;
 }

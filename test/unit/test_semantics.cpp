@@ -763,7 +763,7 @@ TEST_CASE("connecting to a silent peer fails with an error event", "[semantics][
     REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, a, b, 1), h.now()) == post_result::ok);
     REQUIRE(h.run_until([&] { return !h.events[0].empty(); }, 100'000'000));
     CHECK(h.events[0][0].what == conn_event::kind::error);
-    // Four waits (retries back off), then the error; bounded either way.
+    // Four waits (the first retries do not back off), then the error; bounded either way.
     CHECK(h.now() >= 4 * t.connect_retry_ns);
     CHECK(h.now() <= 32 * t.connect_retry_ns);
     REQUIRE(h.cq[0].size() == 1);
