@@ -181,7 +181,8 @@ bool worker::rx_inbox(const io::deliver_to<endpoint>& deliver)
                                                  k_burst, nullptr);
     for (unsigned i = 0; i < n; ++i) {
         ++ctr_.handoff_in;
-        const int16_t plane = plane_of_port_[pkts[i]->port];
+        const uint16_t port = pkts[i]->port;
+        const int16_t plane = port < plane_of_port_.size() ? plane_of_port_[port] : int16_t(-1);
         if (plane < 0) {
             rte_pktmbuf_free(pkts[i]);
             continue;
@@ -234,6 +235,9 @@ void worker::rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>
     if (dst_node != node()) {
         for (const auto& s : cfg_.steering) {
             if (s.node == dst_node) {
+                // The owner reads the plane from the port: not every PMD sets it on
+                // receive (net_ring passes the sender's mbuf, port RTE_MBUF_PORT_INVALID).
+                m->port = pp.port_id;
                 if (rte_ring_mp_enqueue(s.inbox, m) == 0) {
                     ++ctr_.handoff_out;
                 } else {
