@@ -167,25 +167,43 @@ inline bool packet_shape_ok(uint32_t msg_len, uint32_t mtu, uint32_t offset, siz
     return offset % mtu == 0 && offset < msg_len && len == std::min<uint32_t>(mtu, msg_len - offset);
 }
 
+// The endpoint's secret key of those sums, and the sum a complete message of n packets
+// must reach, kept for the last n (messages of one size need it computed once, not
+// once each: it is a loop over every packet index).
+struct coverage_key {
+    uint64_t key = 0;
+    uint32_t want_n = 0;              // 0: none kept yet (n is at least 1)
+    uint64_t want = 0;
+
+    uint64_t complete_sum(uint32_t n) noexcept
+    {
+        if (n != want_n) {
+            uint64_t sum = 0;
+            for (uint32_t i = 0; i < n; ++i) {
+                sum += index_hash(key, i);
+            }
+            want_n = n;
+            want = sum;
+        }
+        return want;
+    }
+};
+
 // Counts one packet; true once every packet of the message is in, each exactly once.
 // Returns false while incomplete; `corrupt` says a full count had the wrong indexes.
 // `n` is packets_in(msg_len, mtu), for a caller that has it already.
-inline bool cover_n(coverage& cv, uint64_t key, uint32_t offset, uint32_t n, uint32_t mtu,
+inline bool cover_n(coverage& cv, coverage_key& key, uint32_t offset, uint32_t n, uint32_t mtu,
                     bool& corrupt) noexcept
 {
-    cv.sum += index_hash(key, offset / mtu);
+    cv.sum += index_hash(key.key, offset / mtu);
     if (++cv.seen < n) {
         return false;
     }
-    uint64_t want = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        want += index_hash(key, i);
-    }
-    corrupt = cv.seen != n || want != cv.sum;
+    corrupt = cv.seen != n || key.complete_sum(n) != cv.sum;
     return !corrupt;
 }
 
-inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
+inline bool cover(coverage& cv, coverage_key& key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
                   bool& corrupt) noexcept
 {
     return cover_n(cv, key, offset, packets_in(msg_len, mtu), mtu, corrupt);

@@ -39,7 +39,7 @@ endpoint::impl::impl(const endpoint_config& c)
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
-    coverage_key = random64();
+    coverage_key.key = random64();
 }
 
 uint64_t endpoint::impl::random64() noexcept

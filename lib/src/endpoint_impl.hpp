@@ -67,7 +67,7 @@ struct endpoint::impl {
     rate_allocator rates;
     uint64_t rng_state;
     uint64_t cookie_key[2];                         // secret: SipHash key of handshake cookies
-    uint64_t coverage_key;                          // secret: keyed sums of packet indexes
+    detail::coverage_key coverage_key;              // secret: keyed sums of packet indexes
     uint64_t clock = 0;                             // the time handed in by the current call
 
     std::vector<std::unique_ptr<connection>> conns;
