@@ -234,6 +234,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
     c->keepalive_next = now + cfg.transport.keepalive_ns;
+    refresh_deadlines(*c);
     push_event(conn_event::kind::established, *c);
     mark_ready(*c);
     recompute_timer(*c, now);
@@ -262,6 +263,7 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
     // backed-off schedule stretched some set-ups by 0.4 ms.
     c.ctrl_retries = 0;
     c.ctrl_deadline = now + cfg.transport.connect_retry_ns;
+    refresh_deadlines(c);
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
@@ -283,6 +285,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
         c.hs_rtt_ns = now - c.hello_sent_ns; // no CONNECT resent since the COOKIE: not ambiguous
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
+    refresh_deadlines(c);
     init_paths(c, h.isn.host());
     // The acceptor's share before any ACK (spec 6.4): it tells the first packets'
     // timers how deep the queue of every sender's first packets may be (spec 5.6).
@@ -438,6 +441,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
         return true;
     }
     c.ctrl_deadline = k_no_deadline;
+    refresh_deadlines(c);
     const transport_config& t = cfg.transport;
     if (c.state != conn_state::connecting && c.state != conn_state::closing) {
         return true;
@@ -459,6 +463,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     }
     // Exponential backoff: quick retries on a lossy fabric, patience for a slow peer.
     c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(c.ctrl_retries, 6));
+    refresh_deadlines(c);
     mark_ready(c);
     return true;
 }
@@ -499,6 +504,7 @@ void endpoint::impl::flush(connection& c) noexcept
     release_records(c); // nothing reads them after a flush: no ACK or timer touches the paths
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
+    refresh_deadlines(c);
 }
 
 // Completes every posted receive with a flush status, in order, as far as the CQ has
@@ -542,6 +548,7 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
     c.ctrl_deadline = k_no_deadline;
     c.keepalive_next = k_no_deadline;
     c.linger_deadline = clock + cfg.transport.error_linger_ns;
+    refresh_deadlines(c);
     ++stats.conn_errors;
     flush(c);
     push_event(conn_event::kind::error, c);
@@ -564,6 +571,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
         c.state = conn_state::closed;
         c.free_pending = true;
         c.ctrl_deadline = c.keepalive_next = c.linger_deadline = k_no_deadline;
+        refresh_deadlines(c);
         c.hello_pending = c.close_pending = false;
         return;
     }

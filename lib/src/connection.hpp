@@ -418,6 +418,10 @@ struct connection {
     // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;
     // conn_timer rescans the paths): recompute_timer need not scan them per packet.
     uint64_t path_deadline_lb = k_no_deadline;
+    // The earliest of the connection's own deadlines above (ctrl, ack, rnr, keepalive,
+    // pacing while waiting, linger), kept by refresh_deadlines() at every write, so
+    // recompute_timer reads one field instead of six per packet.
+    uint64_t conn_deadline = k_no_deadline;
 
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
@@ -465,6 +469,14 @@ inline void mark_fatal(connection& c, wire::nak_reason reason, uint32_t msn) noe
     c.has_fatal = true;
     c.fatal_reason = reason;
     c.fatal_msn = msn;
+}
+
+// After any write of ctrl_deadline, ack_deadline, rnr_deadline, keepalive_next,
+// pace_next/pace_wait or linger_deadline.
+inline void refresh_deadlines(connection& c) noexcept
+{
+    const uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
+    c.conn_deadline = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
 }
 
 // Every write of a path deadline goes through these, so path_deadline_lb stays a

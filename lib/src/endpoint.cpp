@@ -204,6 +204,7 @@ bool endpoint::impl::liveness_timer(connection& c, uint64_t now) noexcept
         return true;
     }
     c.keepalive_next = k_no_deadline;
+    refresh_deadlines(c);
     if (c.state != conn_state::established) {
         return true;
     }
@@ -217,6 +218,7 @@ bool endpoint::impl::liveness_timer(connection& c, uint64_t now) noexcept
         ++stats.keepalives;
     }
     c.keepalive_next = now + t.keepalive_ns;
+    refresh_deadlines(c);
     return true;
 }
 
@@ -239,6 +241,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     if (c.state == conn_state::established) {
         path_timeouts(c, now);
     }
+    refresh_deadlines(c); // the handlers above cleared or moved some
     // The timer fired: tighten the bound to the path deadlines still set.
     c.path_deadline_lb = k_no_deadline;
     for (const path_tx& p : c.ptx) {
@@ -433,6 +436,7 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
     c->nonce ^= now * 0x9e3779b97f4a7c15ull;
     c->hello_pending = true;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    refresh_deadlines(*c);
     e.mark_ready(*c);
     e.recompute_timer(*c, now);
     return c->id;
@@ -461,6 +465,7 @@ void endpoint::close(conn_id id, uint64_t now)
     c->close_pending = true;
     c->ctrl_retries = 0;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    refresh_deadlines(*c);
     e.mark_ready(*c);
     e.recompute_timer(*c, now);
 }

@@ -291,9 +291,9 @@ inline wire::bth_fields endpoint::impl::bth_for(const connection& c, wire::opcod
 
 inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcept
 {
-    // Pairwise (not an initializer list): this runs after every packet in or out.
-    uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
-    d = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+    // This runs after every packet in or out: the connection's own deadlines are kept
+    // folded in conn_deadline (refresh_deadlines), the paths' bounded by path_deadline_lb.
+    uint64_t d = c.conn_deadline;
     // Path timers mean something only while data can move: after a close or an error
     // they are cleared, and a stale one must never keep the timer firing.
     // The bound may be earlier than every path deadline still set (one was pushed back

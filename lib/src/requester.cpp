@@ -114,6 +114,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     }
     if (c.cc.rate_hint_mbps != 0 && now < c.pace_next) {
         c.pace_wait = true; // spec 6.5: the hint also paces; the timer wakes us
+        refresh_deadlines(c);
         return -1;
     }
     while (!c.tlp_paths.empty()) {
@@ -267,6 +268,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
         const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
         c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
+        if (c.pace_wait) {
+            refresh_deadlines(c);
+        }
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;

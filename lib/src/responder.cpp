@@ -283,6 +283,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         } else if (!r.ack_delayed) {
             r.ack_delayed = true;
             c.ack_deadline = std::min(c.ack_deadline, now + cfg.transport.ack_delay_ns);
+            c.conn_deadline = std::min(c.conn_deadline, c.ack_deadline);
         }
         break;
     }
