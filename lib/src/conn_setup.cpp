@@ -579,6 +579,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
     rates.release(idx);
     release_lists(c);
     conns[idx].reset();
+    ++conns_freed;
     free_slots.push_back(idx);
 }
 

@@ -344,6 +344,7 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
         return;
     }
     e.heard_from_peer(*c, now);
+    const uint64_t freed = e.conns_freed;
     switch (p.op) {
     case wire::opcode::cookie: e.on_cookie(*c, p, now); break;
     case wire::opcode::accept: e.on_accept(*c, p, now); break;
@@ -353,7 +354,7 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
     case wire::opcode::nak: e.on_nak(*c, p, now); break;
     default: e.on_data(*c, meta, p, now); break;
     }
-    if (e.find(p.dst_conn) != nullptr) {
+    if (e.conns_freed == freed || e.find(p.dst_conn) != nullptr) {
         e.recompute_timer(*c, now);
     }
 }

@@ -72,6 +72,7 @@ struct endpoint::impl {
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;
+    uint64_t conns_freed = 0;                       // a handler that saw it unchanged kept its connection
     std::vector<uint32_t> free_slots;
     std::unordered_map<uint64_t, conn_id> by_peer; // (peer addr, peer conn) -> local
 
