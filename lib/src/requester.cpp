@@ -163,7 +163,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     return fallback;
 }
 
-bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
+__attribute__((always_inline)) inline bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
                                        tx_frame& f, bool retx) noexcept
 {
     path_tx& p = c.ptx[path];
