@@ -309,12 +309,11 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
     e.clock = now;
     ++e.stats.rx_packets;
     e.stats.rx_bytes += bytes.size();
-    const wire::parse_result pr = wire::parse(bytes);
-    if (!pr.ok()) {
-        ++e.stats.rx_malformed[size_t(pr.error)];
+    wire::packet_view p; // filled by parse_view (not cleared first: this runs per packet)
+    if (const wire::parse_error err = wire::parse_view(bytes, p); err != wire::parse_error::none) {
+        ++e.stats.rx_malformed[size_t(err)];
         return;
     }
-    const wire::packet_view& p = pr.pkt;
     if (p.op == wire::opcode::connect) {
         e.on_connect(meta, p, now);
         return;
