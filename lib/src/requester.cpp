@@ -354,7 +354,7 @@ bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 }
 
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
-inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
+__attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
                               tx_frame& f) noexcept
 {
