@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -149,6 +150,8 @@ struct endpoint::impl {
     // list when list is not k_none. Each piece of bytes [off, off + len) is checked
     // under its lkey before it is copied; nothing is copied past a piece that fails.
     mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    // gather() of a request with no list (one piece), inline: every packet sent takes it.
+    mr_check gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept;
     // The same bytes by reference into f.payload (zero copy); fits is false, and nothing
     // is set, when they span more pieces than a frame can describe.
     mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
@@ -308,6 +311,16 @@ inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcep
         // even if some deadline was not cleared by its handler.
         arm(c, std::max(d, now + 1));
     }
+}
+
+inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept
+{
+    uint8_t* host = nullptr;
+    const mr_check mc = mrs.check_local(one.lkey, one.addr + off, len, 0, &host);
+    if (mc == mr_check::ok && len > 0) {
+        std::memcpy(to, host, len);
+    }
+    return mc;
 }
 
 inline void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept

@@ -243,7 +243,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             mc = gather_refs(s.wr.local, s.sgl, r.offset, r.len, f, by_ref);
         }
         if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {
-            mc = gather(s.wr.local, s.sgl, r.offset, r.len, f.buf.data() + hdr);
+            uint8_t* to = f.buf.data() + hdr;
+            mc = s.sgl == detail::sge_pool::k_none ? gather_one(s.wr.local, r.offset, r.len, to)
+                                                   : gather(s.wr.local, s.sgl, r.offset, r.len, to);
         }
         if (mc != mr_check::ok) {
             s.status = wc_status::loc_prot_err;
