@@ -166,7 +166,7 @@ void endpoint::impl::resume_cq_waiters() noexcept
 // Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
 // Each producer is called only when its queue holds something (the same tests they
 // start with): this runs for every packet sent.
-bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
+__attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     if ((c.hello_pending || c.close_pending) && produce_ctrl(c, now, f)) {
         return true;
