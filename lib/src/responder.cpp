@@ -388,7 +388,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
 // Places one request packet's payload after checking its own range (spec 8.3): a region
 // deregistered, or a receive whose buffer went away, since the first packet fails here
 // and nothing is written.
-endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs, stream_state& ss,
+__attribute__((always_inline)) inline endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs, stream_state& ss,
                                                     const wire::packet_view& p) noexcept
 {
     const auto len = uint32_t(p.payload.size());
