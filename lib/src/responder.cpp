@@ -104,7 +104,7 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     return post_result::ok;
 }
 
-void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
+__attribute__((always_inline)) inline void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
 {
     path_rx& r = c.prx[path];
     if (!r.ack_queued) {
