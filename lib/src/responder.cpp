@@ -263,8 +263,9 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
         }
         // A newcomer re-splits the shares: its first ACK carries its final share (spec 6.4).
-        const bool joined = rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now,
-                                            p.path, p.tx_ts);
+        // (No call when the receiver shares no link rate: the default.)
+        const bool joined = rates.enabled() && rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce,
+                                                               now, p.path, p.tx_ts);
         if (rates.take_resplit()) {
             push_shares();
         }
