@@ -306,7 +306,9 @@ inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcep
     if (c.state == conn_state::established) {
         d = std::min(d, c.path_deadline_lb);
     }
-    if (d != k_no_deadline) {
+    // Usually an entry at or before d is queued already: arm() would return at once
+    // (this also covers d == k_no_deadline, no earlier than any entry).
+    if (d < c.timer_deadline) {
         // Never at or before `now`: on_timer(now) must run out of due work and return
         // even if some deadline was not cleared by its handler.
         arm(c, std::max(d, now + 1));
