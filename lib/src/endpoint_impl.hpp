@@ -1,8 +1,9 @@
 // endpoint::impl is split by role, as rxe splits its engine:
-//   endpoint.cpp    dispatch, scheduling, timers, completion and event queues
+//   endpoint.cpp    scheduling, timers, completion and event queues, poll_tx
 //   conn_setup.cpp  CONNECT/ACCEPT/CLOSE, negotiation, teardown and error flush
 //   requester.cpp   posting sends, building data packets (new and retransmitted)
-//   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out
+//   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out;
+//                   on_packet (receive dispatch), with on_data inlined into it
 //   completer.cpp   ACK/NAK in: SACK, loss detection, RTT, CC, RTO, completions
 #pragma once
 

@@ -1,5 +1,6 @@
 // Responder: receive windows, checks, direct placement, in-stream commit and the
-// ACKs and NAKs that go back (spec 5.2, 5.4, 8).
+// ACKs and NAKs that go back (spec 5.2, 5.4, 8). Also endpoint::on_packet, the receive
+// dispatch: most packets are data, and here on_data is inlined into it.
 #include <algorithm>
 #include <cstring>
 
@@ -134,7 +135,7 @@ void endpoint::impl::flush_delayed_acks(connection& c) noexcept
     }
 }
 
-void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet_view& p,
+__attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet_view& p,
                              uint64_t now) noexcept
 {
     if (c.state != conn_state::established && c.state != conn_state::error) {
@@ -486,6 +487,63 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;
     return f.len > 0;
+}
+
+// Every packet in: parsed, matched to its connection and handed to its handler. Here,
+// with on_data, so the data path (most packets) is one function.
+void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now)
+{
+    impl& e = *impl_;
+    e.clock = now;
+    ++e.stats.rx_packets;
+    e.stats.rx_bytes += bytes.size();
+    wire::packet_view p; // filled by parse_view (not cleared first: this runs per packet)
+    if (const wire::parse_error err = wire::parse_view(bytes, p); err != wire::parse_error::none) {
+        ++e.stats.rx_malformed[size_t(err)];
+        return;
+    }
+    if (p.op == wire::opcode::connect) {
+        e.on_connect(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::close) {
+        e.on_close(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::probe) {
+        e.on_probe(meta, p, now);
+        return;
+    }
+    connection* c = e.find(p.dst_conn);
+    if (c == nullptr) {
+        ++e.stats.rx_unknown_conn;
+        return;
+    }
+    if (meta.src_addr != c->peer_addr) {
+        ++e.stats.rx_wrong_peer;
+        return;
+    }
+    const wire::opcode_info& oi = wire::info(p.op);
+    // Paths exist only once the handshake sized them: a connection that failed while
+    // connecting has none, whatever its configured count.
+    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->ptx.size()) {
+        ++e.stats.rx_bad_path;
+        return;
+    }
+    e.heard_from_peer(*c, now);
+    const uint64_t freed = e.conns_freed;
+    switch (p.op) {
+    case wire::opcode::cookie: e.on_cookie(*c, p, now); break;
+    case wire::opcode::accept: e.on_accept(*c, p, now); break;
+    case wire::opcode::close_ack: e.on_close_ack(*c, p); break;
+    case wire::opcode::probe_ack: e.on_probe_ack(*c, meta, p, now); break;
+    case wire::opcode::ack: e.on_ack(*c, p, now); break;
+    case wire::opcode::nak: e.on_nak(*c, p, now); break;
+    default: e.on_data(*c, meta, p, now); break;
+    }
+    if (e.conns_freed == freed || e.find(p.dst_conn) != nullptr) {
+        e.recompute_timer(*c, now);
+    }
 }
 
 } // namespace metaroce
