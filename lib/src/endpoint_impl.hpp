@@ -1,7 +1,8 @@
 // endpoint::impl is split by role, as rxe splits its engine:
-//   endpoint.cpp    scheduling, timers, completion and event queues, poll_tx
+//   endpoint.cpp    scheduling, timers, completion and event queues
 //   conn_setup.cpp  CONNECT/ACCEPT/CLOSE, negotiation, teardown and error flush
-//   requester.cpp   posting sends, building data packets (new and retransmitted)
+//   requester.cpp   posting sends, building data packets (new and retransmitted);
+//                   poll_tx and produce (send dispatch), with produce_new inlined
 //   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out;
 //                   on_packet (receive dispatch), with on_data inlined into it
 //   completer.cpp   ACK/NAK in: SACK, loss detection, RTT, CC, RTO, completions

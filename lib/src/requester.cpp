@@ -1,5 +1,7 @@
 // Requester: posting send work requests and building the data packets of
-// messages and READ responses, new and retransmitted (spec 4 and 5.3).
+// messages and READ responses, new and retransmitted (spec 4 and 5.3). Also
+// endpoint::poll_tx and produce, the send dispatch: most packets out are new data, and
+// here produce_new is inlined into it.
 #include <algorithm>
 #include <cstring>
 
@@ -414,7 +416,7 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
     return false;
 }
 
-bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
+__attribute__((always_inline)) inline bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     while (c.tx_msn != c.next_msn) {
         const uint32_t si = c.tx_msn % c.sq.size();
@@ -446,6 +448,72 @@ bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexc
             ++c.tx_msn;
         }
         return true;
+    }
+    return false;
+}
+
+// Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
+// Each producer is called only when its queue holds something (the same tests they
+// start with): this runs for every packet sent.
+__attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if ((c.hello_pending || c.close_pending) && produce_ctrl(c, now, f)) {
+        return true;
+    }
+    if (c.state == conn_state::connecting || c.state == conn_state::closed) {
+        return false;
+    }
+    if ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f))) {
+        return true;
+    }
+    if (c.state != conn_state::established) {
+        return false;
+    }
+    if ((c.probes_pending != 0 || c.plane_probes != 0) && produce_probe(c, now, f)) {
+        return true;
+    }
+    return (!c.retx_paths.empty() && produce_retx(c, now, f)) ||
+           (c.job_tx < c.job_count && produce_read_resp(c, now, f)) ||
+           (c.tx_msn != c.next_msn && produce_new(c, now, f));
+}
+
+// Every packet out. Here, with produce and produce_new, so sending new data (most
+// packets) is one function.
+bool endpoint::poll_tx(uint64_t now, tx_frame& f)
+{
+    impl& e = *impl_;
+    e.clock = now;
+    f.len = 0;
+    f.payload_refs = 0;
+    f.payload_len = 0;
+    if (!e.replies.empty() && e.produce_reply(now, f)) {
+        ++e.stats.tx_packets;
+        e.stats.tx_bytes += f.len;
+        return true;
+    }
+    while (!e.ready.empty()) {
+        const uint32_t idx = e.ready.front();
+        e.ready.pop();
+        connection* c = e.conns[idx].get();
+        if (c == nullptr) {
+            continue;
+        }
+        c->in_ready = false;
+        const bool sent = e.produce(*c, now, f);
+        if (c->local_fault) {
+            // A local buffer of a request failed its check as it was being sent (its
+            // region was deregistered): as in verbs, the connection goes to ERROR.
+            c->local_fault = false;
+            e.enter_error(*c, wc_status::wr_flush_err);
+            e.mark_ready(*c); // its NAK, if any, still goes out
+        }
+        e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
+        if (sent) {
+            e.mark_ready(*c); // round robin: come back for more after the others
+            ++e.stats.tx_packets;
+            e.stats.tx_bytes += f.wire_len();
+            return true;
+        }
     }
     return false;
 }
