@@ -526,7 +526,7 @@ void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, ui
     const wire::opcode_info& oi = wire::info(p.op);
     // Paths exist only once the handshake sized them: a connection that failed while
     // connecting has none, whatever its configured count.
-    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->ptx.size()) {
+    if (p.path >= c->ptx.size() && (oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak)) {
         ++e.stats.rx_bad_path;
         return;
     }
