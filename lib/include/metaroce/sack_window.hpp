@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "metaroce/seq.hpp"
 #include "metaroce/wire/headers.hpp"
@@ -60,7 +62,19 @@ public:
         return uint32_t(d) < wire::k_sack_bits && bit(uint32_t(d));
     }
     // Writes the bitmap as it goes on the wire (bit i = PSN expected()+i, LSB first).
-    void to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept;
+    // Inline: once per ACK.
+    void to_wire(uint8_t (&out)[wire::k_sack_bits / 8]) const noexcept
+    {
+        if constexpr (std::endian::native == std::endian::little) {
+            std::memcpy(out, bits_.data(), sizeof(out)); // the wire order is the words' LSB first
+        } else {
+            for (uint32_t w = 0; w < k_words; ++w) {
+                for (uint32_t b = 0; b < 8; ++b) {
+                    out[w * 8 + b] = uint8_t(bits_[w] >> (8 * b));
+                }
+            }
+        }
+    }
 
 private:
     static constexpr uint32_t k_words = wire::k_sack_bits / 64;

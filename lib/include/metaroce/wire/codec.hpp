@@ -102,7 +102,7 @@ size_t build_data(std::span<uint8_t> out, const bth_fields& b, const msg_fields&
 // Writes the headers only; the caller places payload_len bytes right after them.
 size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, const msg_fields& m,
                           size_t payload_len) noexcept;
-size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept;
+inline size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept;
 size_t build_nak(std::span<uint8_t> out, const bth_fields& b, const nak_header& n) noexcept;
 size_t build_hello(std::span<uint8_t> out, const bth_fields& b, const hello_header& h) noexcept;
 size_t build_close(std::span<uint8_t> out, const bth_fields& b, const close_header& c) noexcept;
@@ -301,6 +301,17 @@ inline size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, co
         put(p, offsetof(imm_header, imm), be32_t::from_host(m.imm));
     }
     return hdr;
+}
+
+// Inline: one per ACK, and the ACK header is built on the caller's stack just before.
+inline size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept
+{
+    if (out.size() < sizeof(bth) + sizeof(ack_header)) {
+        return 0;
+    }
+    detail::store(out.data(), detail::make_bth(b));
+    detail::store(out.data() + sizeof(bth), a);
+    return sizeof(bth) + sizeof(ack_header);
 }
 
 } // namespace metaroce::wire
