@@ -366,6 +366,11 @@ struct connection {
     std::vector<send_slot> sq;        // size = own max_msgs
     uint32_t next_msn = 0;            // next msn to assign
     uint32_t tx_msn = 0;              // next msn to packetize
+    // produce_new's view of message tx_msn, kept across its packets: its slot
+    // (tx_msn % sq.size()), and whether the peer's window of max_msgs messages admits it
+    // (once it does it stays so: msns only grow). advance_tx() moves all three.
+    uint32_t tx_slot = 0;
+    bool tx_admitted = false;
     uint32_t outstanding = 0;
     uint32_t reads_outstanding = 0;
 
@@ -477,6 +482,14 @@ inline void refresh_deadlines(connection& c) noexcept
 {
     const uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
     c.conn_deadline = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+}
+
+// The next message to packetize (produce_new).
+inline void advance_tx(connection& c) noexcept
+{
+    ++c.tx_msn;
+    c.tx_slot = c.tx_slot + 1 == c.sq.size() ? 0 : c.tx_slot + 1;
+    c.tx_admitted = false;
 }
 
 // Every write of a path deadline goes through these, so path_deadline_lb stays a

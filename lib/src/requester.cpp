@@ -419,17 +419,20 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
 __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     while (c.tx_msn != c.next_msn) {
-        const uint32_t si = c.tx_msn % c.sq.size();
+        const uint32_t si = c.tx_slot;
         send_slot& s = c.sq[si];
         if (!s.in_use || s.msn != c.tx_msn || s.done || s.fully_sent) {
-            ++c.tx_msn; // flushed or already sent
+            advance_tx(c); // flushed or already sent
             continue;
         }
-        // The peer tracks at most max_msgs messages: wait until msn - max_msgs completed.
-        const uint32_t older = c.tx_msn - c.max_msgs;
-        const send_slot& o = c.sq[older % c.sq.size()];
-        if (o.in_use && o.msn == older) {
-            return false;
+        if (!c.tx_admitted) {
+            // The peer tracks at most max_msgs messages: wait until msn - max_msgs completed.
+            const uint32_t older = c.tx_msn - c.max_msgs;
+            const send_slot& o = c.sq[older % c.sq.size()];
+            if (o.in_use && o.msn == older) {
+                return false;
+            }
+            c.tx_admitted = true;
         }
         const int path = pick_path(c, now);
         if (path < 0) {
@@ -445,7 +448,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connectio
         s.next_offset += len;
         if (s.op == wire::opcode::read_req || s.next_offset >= s.wr.local.length) {
             s.fully_sent = true;
-            ++c.tx_msn;
+            advance_tx(c);
         }
         return true;
     }
