@@ -474,7 +474,8 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     b.psn = r.win.expected();
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
-    const uint32_t hint = rates.hint_mbps(slot_of(c.id));
+    // No hint (and no call) while the receiver shares no link rate, the default.
+    const uint32_t hint = rates.enabled() ? rates.hint_mbps(slot_of(c.id)) : 0;
     rates.told(slot_of(c.id), hint);
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
