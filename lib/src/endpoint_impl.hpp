@@ -140,7 +140,7 @@ struct endpoint::impl {
     uint8_t pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept;
     void reroute(connection& c, uint32_t path, uint8_t plane) noexcept;
     void request_probe(connection& c, uint32_t path) noexcept;
-    void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept;
+    void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept; // inline, below
     bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;
     void move_off_plane(uint8_t plane, uint64_t now) noexcept;
     void move_home(uint8_t plane) noexcept;
@@ -325,6 +325,22 @@ inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_
         std::memcpy(to, host, len);
     }
     return mc;
+}
+
+// Data (not a probe) got through on this path: the only thing that clears a stall.
+// (path_health.cpp's; inline here: every ACK that settles something calls it.)
+inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept
+{
+    p.timeouts = 0;
+    p.stalls = 0;
+    p.rack_strikes = 0;
+    if (p.state != path_state::congested || now >= p.congested_until) {
+        p.state = path_state::good;
+    }
+    if (p.plane < plane_tab.size()) {
+        plane_tab[p.plane].timeouts_since_progress = 0;
+    }
+    (void)c;
 }
 
 inline void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept
