@@ -487,8 +487,8 @@ inline void refresh_deadlines(connection& c) noexcept
 // The next message to packetize (produce_new).
 inline void advance_tx(connection& c) noexcept
 {
-    ++c.tx_msn;
-    c.tx_slot = c.tx_slot + 1 == c.sq.size() ? 0 : c.tx_slot + 1;
+    // Still tx_msn % sq.size() when the msn wraps (2^32 need not be a multiple of it).
+    c.tx_slot = ++c.tx_msn == 0 || c.tx_slot + 1 == c.sq.size() ? 0 : c.tx_slot + 1;
     c.tx_admitted = false;
 }
 
