@@ -52,10 +52,6 @@ size_t build_data(std::span<uint8_t> out, const bth_fields& b, const msg_fields&
     return hdr + payload.size();
 }
 
-size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept
-{
-    return build_fixed(out, b, a);
-}
 size_t build_nak(std::span<uint8_t> out, const bth_fields& b, const nak_header& n) noexcept
 {
     return build_fixed(out, b, n);

@@ -231,6 +231,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         // reaches every sender at once, and restarting all their gaps then would line
         // their packets up into one burst per gap at the receiver.
         c.pace_next = now + (c.pace_next - now) * c.cc.rate_hint_mbps / hint;
+        refresh_deadlines(c);
     }
     if (newly == 0) {
         cc.on_hint(c.cc, hint, c.min_rtt_ns, c.mtu); // a pushed share (spec 6.4)
@@ -365,6 +366,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         }
         r.state = rec_state::rnr_hold;
         c.rnr_deadline = std::min(c.rnr_deadline, now + t.rnr_delay_ns);
+        refresh_deadlines(c);
         // The NAK came back over this path, so its route works: waiting for a
         // receive must not count towards the path's timeouts.
         path_progress(c, p, now);
@@ -384,6 +386,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
 void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
 {
     c.rnr_deadline = k_no_deadline;
+    refresh_deadlines(c);
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
         for (uint32_t psn = p.una; psn != p.next_psn; ++psn) {

@@ -237,6 +237,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
     c->keepalive_next = now + cfg.transport.keepalive_ns;
+    refresh_deadlines(*c);
     push_event(conn_event::kind::established, *c);
     mark_ready(*c);
     recompute_timer(*c, now);
@@ -265,6 +266,7 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
     // backed-off schedule stretched some set-ups by 0.4 ms.
     c.ctrl_retries = 0;
     c.ctrl_deadline = now + cfg.transport.connect_retry_ns;
+    refresh_deadlines(c);
     c.hello_pending = true; // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
@@ -286,6 +288,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
         c.hs_rtt_ns = now - c.hello_sent_ns; // no CONNECT resent since the COOKIE: not ambiguous
     }
     c.keepalive_next = now + cfg.transport.keepalive_ns;
+    refresh_deadlines(c);
     init_paths(c, h.isn.host());
     // The acceptor's share before any ACK (spec 6.4): it tells the first packets'
     // timers how deep the queue of every sender's first packets may be (spec 5.6).
@@ -444,6 +447,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
         return true;
     }
     c.ctrl_deadline = k_no_deadline;
+    refresh_deadlines(c);
     const transport_config& t = cfg.transport;
     if (c.state != conn_state::connecting && c.state != conn_state::closing) {
         return true;
@@ -468,6 +472,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     // slow or absent peer.
     const uint32_t doublings = c.ctrl_retries > k_flat_retries ? c.ctrl_retries - k_flat_retries : 0;
     c.ctrl_deadline = now + (t.connect_retry_ns << std::min<uint32_t>(doublings, 6));
+    refresh_deadlines(c);
     mark_ready(c);
     return true;
 }
@@ -507,6 +512,7 @@ void endpoint::impl::flush(connection& c) noexcept
     c.sent_order.pop_to(logs, c.sent_order.tail);
     c.rnr_deadline = k_no_deadline;
     c.pace_wait = false;
+    refresh_deadlines(c);
 }
 
 // Completes every posted receive with a flush status, in order, as far as the CQ has
@@ -550,6 +556,7 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
     c.ctrl_deadline = k_no_deadline;
     c.keepalive_next = k_no_deadline;
     c.linger_deadline = clock + cfg.transport.error_linger_ns;
+    refresh_deadlines(c);
     ++stats.conn_errors;
     flush(c);
     push_event(conn_event::kind::error, c);
@@ -572,6 +579,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
         c.state = conn_state::closed;
         c.free_pending = true;
         c.ctrl_deadline = c.keepalive_next = c.linger_deadline = k_no_deadline;
+        refresh_deadlines(c);
         c.hello_pending = c.close_pending = false;
         return;
     }
@@ -581,6 +589,7 @@ void endpoint::impl::free_conn(connection& c) noexcept
     release_slots(c);
     release_jobs(c);
     conns[idx].reset();
+    ++conns_freed;
     free_slots.push_back(idx);
 }
 

@@ -220,25 +220,43 @@ inline bool packet_shape_ok(uint32_t msg_len, uint32_t mtu, uint32_t offset, siz
     return offset % mtu == 0 && offset < msg_len && len == std::min<uint32_t>(mtu, msg_len - offset);
 }
 
+// The endpoint's secret key of those sums, and the sum a complete message of n packets
+// must reach, kept for the last n (messages of one size need it computed once, not
+// once each: it is a loop over every packet index).
+struct coverage_key {
+    uint64_t key = 0;
+    uint32_t want_n = 0;              // 0: none kept yet (n is at least 1)
+    uint64_t want = 0;
+
+    uint64_t complete_sum(uint32_t n) noexcept
+    {
+        if (n != want_n) {
+            uint64_t sum = 0;
+            for (uint32_t i = 0; i < n; ++i) {
+                sum += index_hash(key, i);
+            }
+            want_n = n;
+            want = sum;
+        }
+        return want;
+    }
+};
+
 // Counts one packet; true once every packet of the message is in, each exactly once.
 // Returns false while incomplete; `corrupt` says a full count had the wrong indexes.
 // `n` is packets_in(msg_len, mtu), for a caller that has it already.
-inline bool cover_n(coverage& cv, uint64_t key, uint32_t offset, uint32_t n, uint32_t mtu,
+inline bool cover_n(coverage& cv, coverage_key& key, uint32_t offset, uint32_t n, uint32_t mtu,
                     bool& corrupt) noexcept
 {
-    cv.sum += index_hash(key, offset / mtu);
+    cv.sum += index_hash(key.key, offset / mtu);
     if (++cv.seen < n) {
         return false;
     }
-    uint64_t want = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        want += index_hash(key, i);
-    }
-    corrupt = cv.seen != n || want != cv.sum;
+    corrupt = cv.seen != n || key.complete_sum(n) != cv.sum;
     return !corrupt;
 }
 
-inline bool cover(coverage& cv, uint64_t key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
+inline bool cover(coverage& cv, coverage_key& key, uint32_t offset, uint32_t msg_len, uint32_t mtu,
                   bool& corrupt) noexcept
 {
     return cover_n(cv, key, offset, packets_in(msg_len, mtu), mtu, corrupt);
@@ -418,6 +436,11 @@ struct connection {
     std::vector<orphan_copy> orphans; // control path only (endpoint::orphan_sends)
     uint32_t next_msn = 0;            // next msn to assign
     uint32_t tx_msn = 0;              // next msn to packetize
+    // produce_new's view of message tx_msn, kept across its packets: its slot
+    // (tx_msn % sq.size()), and whether the peer's window of max_msgs messages admits it
+    // (once it does it stays so: msns only grow). advance_tx() moves all three.
+    uint32_t tx_slot = 0;
+    bool tx_admitted = false;
     uint32_t outstanding = 0;
     uint32_t reads_outstanding = 0;
 
@@ -473,6 +496,10 @@ struct connection {
     // No path's rto_deadline or tlp_deadline is earlier (set_rto/set_tlp lower it;
     // conn_timer rescans the paths): recompute_timer need not scan them per packet.
     uint64_t path_deadline_lb = k_no_deadline;
+    // The earliest of the connection's own deadlines above (ctrl, ack, rnr, keepalive,
+    // pacing while waiting, linger), kept by refresh_deadlines() at every write, so
+    // recompute_timer reads one field instead of six per packet.
+    uint64_t conn_deadline = k_no_deadline;
 
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
@@ -520,6 +547,22 @@ inline void mark_fatal(connection& c, wire::nak_reason reason, uint32_t msn) noe
     c.has_fatal = true;
     c.fatal_reason = reason;
     c.fatal_msn = msn;
+}
+
+// After any write of ctrl_deadline, ack_deadline, rnr_deadline, keepalive_next,
+// pace_next/pace_wait or linger_deadline.
+inline void refresh_deadlines(connection& c) noexcept
+{
+    const uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
+    c.conn_deadline = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+}
+
+// The next message to packetize (produce_new).
+inline void advance_tx(connection& c) noexcept
+{
+    // Still tx_msn % sq.size() when the msn wraps (2^32 need not be a multiple of it).
+    c.tx_slot = ++c.tx_msn == 0 || c.tx_slot + 1 == c.sq.size() ? 0 : c.tx_slot + 1;
+    c.tx_admitted = false;
 }
 
 // Every write of a path deadline goes through these, so path_deadline_lb stays a

@@ -11,10 +11,6 @@ using namespace detail;
 
 namespace {
 constexpr uint32_t k_reply_queue = 1024;
-// ACKs sent in a row ahead of waiting data (spec 5.4): 64 ACKs take about the wire time
-// of two 4 KiB data packets, so data keeps a third of the link whatever the peers make us
-// ACK. 16 held ACKs back in bursts on the 8-plane run (a receiver ACKs nearly every packet).
-constexpr uint32_t k_ack_burst = 64;
 constexpr uint32_t k_event_queue = 4096;
 
 const endpoint_config& checked(const endpoint_config& c)
@@ -47,7 +43,7 @@ endpoint::impl::impl(const endpoint_config& c)
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
-    coverage_key = random64();
+    coverage_key.key = random64();
 }
 
 uint64_t endpoint::impl::random64() noexcept
@@ -197,30 +193,6 @@ void endpoint::impl::resume_cq_waiters() noexcept
     }
 }
 
-// Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
-// Each producer is called only when its queue holds something (the same tests they
-// start with): this runs for every packet sent.
-bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
-{
-    if ((c.hello_pending || c.close_pending) && produce_ctrl(c, now, f)) {
-        return true;
-    }
-    if (c.state == conn_state::connecting || c.state == conn_state::closed) {
-        return false;
-    }
-    if ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f))) {
-        return true;
-    }
-    if (c.state != conn_state::established) {
-        return false;
-    }
-    if ((c.probes_pending != 0 || c.plane_probes != 0) && produce_probe(c, now, f)) {
-        return true;
-    }
-    return (!c.retx_paths.empty() && produce_retx(c, now, f)) ||
-           (c.job_tx < c.job_count && produce_read_resp(c, now, f)) ||
-           (c.tx_msn != c.next_msn && produce_new(c, now, f));
-}
 
 // Idle connections (spec 7.8): probe a quiet peer, fail a silent one, free a failed
 // connection nobody closed. Returns false if the connection was freed.
@@ -238,6 +210,7 @@ bool endpoint::impl::liveness_timer(connection& c, uint64_t now) noexcept
         return true;
     }
     c.keepalive_next = k_no_deadline;
+    refresh_deadlines(c);
     if (c.state != conn_state::established) {
         return true;
     }
@@ -251,6 +224,7 @@ bool endpoint::impl::liveness_timer(connection& c, uint64_t now) noexcept
         ++stats.keepalives;
     }
     c.keepalive_next = now + t.keepalive_ns;
+    refresh_deadlines(c);
     return true;
 }
 
@@ -273,6 +247,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     if (c.state == conn_state::established) {
         path_timeouts(c, now);
     }
+    refresh_deadlines(c); // the handlers above cleared or moved some
     // The timer fired: tighten the bound to the path deadlines still set.
     c.path_deadline_lb = k_no_deadline;
     for (const path_tx& p : c.ptx) {
@@ -378,60 +353,6 @@ size_t endpoint::poll_events(std::span<conn_event> out)
     return n;
 }
 
-void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now)
-{
-    impl& e = *impl_;
-    e.clock = now;
-    ++e.stats.rx_packets;
-    e.stats.rx_bytes += bytes.size();
-    const wire::parse_result pr = wire::parse(bytes);
-    if (!pr.ok()) {
-        ++e.stats.rx_malformed[size_t(pr.error)];
-        return;
-    }
-    const wire::packet_view& p = pr.pkt;
-    if (p.op == wire::opcode::connect) {
-        e.on_connect(meta, p, now);
-        return;
-    }
-    if (p.op == wire::opcode::close) {
-        e.on_close(meta, p, now);
-        return;
-    }
-    if (p.op == wire::opcode::probe) {
-        e.on_probe(meta, p, now);
-        return;
-    }
-    connection* c = e.find(p.dst_conn);
-    if (c == nullptr) {
-        ++e.stats.rx_unknown_conn;
-        return;
-    }
-    if (meta.src_addr != c->peer_addr) {
-        ++e.stats.rx_wrong_peer;
-        return;
-    }
-    const wire::opcode_info& oi = wire::info(p.op);
-    // Paths exist only once the handshake sized them: a connection that failed while
-    // connecting has none, whatever its configured count.
-    if ((oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak) && p.path >= c->ptx.size()) {
-        ++e.stats.rx_bad_path;
-        return;
-    }
-    e.heard_from_peer(*c, now);
-    switch (p.op) {
-    case wire::opcode::cookie: e.on_cookie(*c, p, now); break;
-    case wire::opcode::accept: e.on_accept(*c, p, now); break;
-    case wire::opcode::close_ack: e.on_close_ack(*c, p); break;
-    case wire::opcode::probe_ack: e.on_probe_ack(*c, meta, p, now); break;
-    case wire::opcode::ack: e.on_ack(*c, p, now); break;
-    case wire::opcode::nak: e.on_nak(*c, p, now); break;
-    default: e.on_data(*c, meta, p, now); break;
-    }
-    if (e.find(p.dst_conn) != nullptr) {
-        e.recompute_timer(*c, now);
-    }
-}
 
 // One ACK or NAK from the ack ring. Queued behind a round of this node's own data
 // packets, ACKs would make the peers' RTTs swing with our send load, and their tail
@@ -457,56 +378,6 @@ bool endpoint::impl::produce_ack_first(uint64_t now, tx_frame& f) noexcept
             stats.tx_bytes += f.len;
             return true;
         }
-    }
-    return false;
-}
-
-bool endpoint::poll_tx(uint64_t now, tx_frame& f)
-{
-    impl& e = *impl_;
-    e.clock = now;
-    f.len = 0;
-    f.payload_refs = 0;
-    f.payload_len = 0;
-    if (!e.replies.empty() && e.produce_reply(now, f)) {
-        ++e.stats.tx_packets;
-        e.stats.tx_bytes += f.len;
-        return true;
-    }
-    // ACKs and NAKs before anyone's data (spec 5.4), but at most k_ack_burst in a row
-    // while data waits: a peer that makes us ACK every packet must not silence our data.
-    if (e.acks_in_row < k_ack_burst && e.produce_ack_first(now, f)) {
-        ++e.acks_in_row;
-        return true;
-    }
-    e.acks_in_row = 0;
-    while (!e.ready.empty()) {
-        const uint32_t idx = e.ready.front();
-        e.ready.pop();
-        connection* c = e.conns[idx].get();
-        if (c == nullptr) {
-            continue;
-        }
-        c->in_ready = false;
-        const bool sent = e.produce(*c, now, f);
-        if (c->local_fault) {
-            // A local buffer of a request failed its check as it was being sent (its
-            // region was deregistered): as in verbs, the connection goes to ERROR.
-            c->local_fault = false;
-            e.enter_error(*c, wc_status::wr_flush_err);
-            e.mark_ready(*c); // its NAK, if any, still goes out
-        }
-        e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
-        if (sent) {
-            e.mark_ready(*c); // round robin: come back for more after the others
-            ++e.stats.tx_packets;
-            e.stats.tx_bytes += f.wire_len();
-            return true;
-        }
-    }
-    if (e.produce_ack_first(now, f)) { // no data to send: the ACKs are not held back
-        ++e.acks_in_row;
-        return true;
     }
     return false;
 }
@@ -550,6 +421,7 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
     c->nonce ^= now * 0x9e3779b97f4a7c15ull;
     c->hello_pending = true;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    refresh_deadlines(*c);
     e.mark_ready(*c);
     e.recompute_timer(*c, now);
     return c->id;
@@ -578,6 +450,7 @@ void endpoint::close(conn_id id, uint64_t now)
     c->close_pending = true;
     c->ctrl_retries = 0;
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
+    refresh_deadlines(*c);
     e.mark_ready(*c);
     e.recompute_timer(*c, now);
 }

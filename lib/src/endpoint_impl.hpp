@@ -1,12 +1,15 @@
 // endpoint::impl is split by role, as rxe splits its engine:
-//   endpoint.cpp    dispatch, scheduling, timers, completion and event queues
+//   endpoint.cpp    scheduling, timers, completion and event queues
 //   conn_setup.cpp  CONNECT/ACCEPT/CLOSE, negotiation, teardown and error flush
-//   requester.cpp   posting sends, building data packets (new and retransmitted)
-//   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out
+//   requester.cpp   posting sends, building data packets (new and retransmitted);
+//                   poll_tx and produce (send dispatch), with produce_new inlined
+//   responder.cpp   receiving data: window, checks, placement, commit, ACK/NAK out;
+//                   on_packet (receive dispatch), with on_data inlined into it
 //   completer.cpp   ACK/NAK in: SACK, loss detection, RTT, CC, RTO, completions
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -74,17 +77,22 @@ struct endpoint::impl {
     rate_allocator rates;
     uint64_t rng_state;
     uint64_t cookie_key[2];                         // secret: SipHash key of handshake cookies
-    uint64_t coverage_key;                          // secret: keyed sums of packet indexes
+    detail::coverage_key coverage_key;              // secret: keyed sums of packet indexes
     uint64_t clock = 0;                             // the time handed in by the current call
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;
+    uint64_t conns_freed = 0;                       // a handler that saw it unchanged kept its connection
     std::vector<uint32_t> free_slots;
     std::unordered_map<uint64_t, conn_id> by_peer; // (peer addr, peer conn) -> local
 
     detail::fixed_ring<uint32_t> ready;             // connection indexes with work to send
     detail::fixed_ring<uint32_t> ack_ready;         // ...with ACKs or NAKs to send: served first
     uint32_t acks_in_row = 0;                       // from ack_ready since the last data packet
+    // ACKs sent in a row ahead of waiting data (spec 5.4): 64 ACKs take about the wire time
+    // of two 4 KiB data packets, so data keeps a third of the link whatever the peers make
+    // us ACK. 16 held ACKs back in bursts on the 8-plane run (a receiver ACKs nearly every packet).
+    static constexpr uint32_t k_ack_burst = 64;
     detail::fixed_ring<ctrl_reply> replies;
     detail::fixed_ring<completion> cq;
     detail::fixed_ring<conn_event> events;
@@ -160,7 +168,7 @@ struct endpoint::impl {
     uint8_t pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept;
     void reroute(connection& c, uint32_t path, uint8_t plane) noexcept;
     void request_probe(connection& c, uint32_t path) noexcept;
-    void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept;
+    void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept; // inline, below
     bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;
     void move_off_plane(uint8_t plane, uint64_t now) noexcept;
     void move_home(uint8_t plane) noexcept;
@@ -172,6 +180,8 @@ struct endpoint::impl {
     // list when list is not k_none. Each piece of bytes [off, off + len) is checked
     // under its lkey before it is copied; nothing is copied past a piece that fails.
     mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    // gather() of a request with no list (one piece), inline: every packet sent takes it.
+    mr_check gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept;
     // The same bytes by reference into f.payload (zero copy); fits is false, and nothing
     // is set, when they span more pieces than a frame can describe.
     mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
@@ -389,9 +399,9 @@ inline wire::bth_fields endpoint::impl::bth_for(const connection& c, wire::opcod
 
 inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcept
 {
-    // Pairwise (not an initializer list): this runs after every packet in or out.
-    uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
-    d = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+    // This runs after every packet in or out: the connection's own deadlines are kept
+    // folded in conn_deadline (refresh_deadlines), the paths' bounded by path_deadline_lb.
+    uint64_t d = c.conn_deadline;
     // Path timers mean something only while data can move: after a close or an error
     // they are cleared, and a stale one must never keep the timer firing.
     // The bound may be earlier than every path deadline still set (one was pushed back
@@ -400,11 +410,39 @@ inline void endpoint::impl::recompute_timer(connection& c, uint64_t now) noexcep
     if (c.state == conn_state::established) {
         d = std::min(d, c.path_deadline_lb);
     }
-    if (d != k_no_deadline) {
+    // Usually an entry at or before d is queued already: arm() would return at once
+    // (this also covers d == k_no_deadline, no earlier than any entry).
+    if (d < c.timer_deadline) {
         // Never at or before `now`: on_timer(now) must run out of due work and return
         // even if some deadline was not cleared by its handler.
         arm(c, std::max(d, now + 1));
     }
+}
+
+inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept
+{
+    uint8_t* host = nullptr;
+    const mr_check mc = mrs.check_local(one.lkey, one.addr + off, len, 0, &host);
+    if (mc == mr_check::ok && len > 0) {
+        std::memcpy(to, host, len);
+    }
+    return mc;
+}
+
+// Data (not a probe) got through on this path: the only thing that clears a stall.
+// (path_health.cpp's; inline here: every ACK that settles something calls it.)
+inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept
+{
+    p.timeouts = 0;
+    p.stalls = 0;
+    p.rack_strikes = 0;
+    if (p.state != path_state::congested || now >= p.congested_until) {
+        p.state = path_state::good;
+    }
+    if (p.plane < plane_tab.size()) {
+        plane_tab[p.plane].timeouts_since_progress = 0;
+    }
+    (void)c;
 }
 
 inline void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept

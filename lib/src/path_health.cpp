@@ -78,21 +78,6 @@ void endpoint::impl::request_probe(connection& c, uint32_t path) noexcept
     mark_ready(c);
 }
 
-// Data (not a probe) got through on this path: the only thing that clears a stall.
-void endpoint::impl::path_progress(connection& c, path_tx& p, uint64_t now) noexcept
-{
-    p.timeouts = 0;
-    p.stalls = 0;
-    p.rack_strikes = 0;
-    if (p.state != path_state::congested || now >= p.congested_until) {
-        p.state = path_state::good;
-    }
-    if (p.plane < plane_tab.size()) {
-        plane_tab[p.plane].timeouts_since_progress = 0;
-    }
-    (void)c;
-}
-
 // One RTO of path `i` (its in-flight packets are already queued for resending).
 // Returns false if the connection failed.
 bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexcept

@@ -1,5 +1,7 @@
 // Requester: posting send work requests and building the data packets of
-// messages and READ responses, new and retransmitted (spec 4 and 5.3).
+// messages and READ responses, new and retransmitted (spec 4 and 5.3). Also
+// endpoint::poll_tx and produce, the send dispatch: most packets out are new data, and
+// here produce_new is inlined into it.
 #include <algorithm>
 #include <cstring>
 
@@ -119,6 +121,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     }
     if (c.cc.rate_hint_mbps != 0 && now < c.pace_next) {
         c.pace_wait = true; // spec 6.5: the hint also paces; the timer wakes us
+        refresh_deadlines(c);
         return -1;
     }
     while (!c.tlp_paths.empty()) {
@@ -167,7 +170,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     return fallback;
 }
 
-bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
+__attribute__((always_inline)) inline bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
                                        tx_frame& f, bool retx) noexcept
 {
     path_tx& p = c.ptx[path];
@@ -248,7 +251,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
             mc = gather_refs(s.wr.local, s.sgl, r.offset, r.len, f, by_ref);
         }
         if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {
-            mc = gather(s.wr.local, s.sgl, r.offset, r.len, f.buf.data() + hdr);
+            uint8_t* to = f.buf.data() + hdr;
+            mc = s.sgl == detail::sge_pool::k_none ? gather_one(s.wr.local, r.offset, r.len, to)
+                                                   : gather(s.wr.local, s.sgl, r.offset, r.len, to);
         }
         if (mc != mr_check::ok) {
             s.status = wc_status::loc_prot_err;
@@ -273,6 +278,9 @@ bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t ps
         const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
         const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
         c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
+        if (c.pace_wait) {
+            refresh_deadlines(c);
+        }
     }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
@@ -357,7 +365,7 @@ bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 }
 
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
-inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
+__attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
                               tx_frame& f) noexcept
 {
@@ -418,20 +426,23 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
     return false;
 }
 
-bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
+__attribute__((always_inline)) inline bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     while (c.tx_msn != c.next_msn) {
-        const uint32_t si = c.tx_msn % c.sq.size();
+        const uint32_t si = c.tx_slot;
         send_slot& s = c.sq[si];
         if (!s.in_use || s.msn != c.tx_msn || s.done || s.fully_sent) {
-            ++c.tx_msn; // flushed or already sent
+            advance_tx(c); // flushed or already sent
             continue;
         }
-        // The peer tracks at most max_msgs messages: wait until msn - max_msgs completed.
-        const uint32_t older = c.tx_msn - c.max_msgs;
-        const send_slot& o = c.sq[older % c.sq.size()];
-        if (o.in_use && o.msn == older) {
-            return false;
+        if (!c.tx_admitted) {
+            // The peer tracks at most max_msgs messages: wait until msn - max_msgs completed.
+            const uint32_t older = c.tx_msn - c.max_msgs;
+            const send_slot& o = c.sq[older % c.sq.size()];
+            if (o.in_use && o.msn == older) {
+                return false;
+            }
+            c.tx_admitted = true;
         }
         const int path = pick_path(c, now);
         if (path < 0) {
@@ -447,8 +458,85 @@ bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexc
         s.next_offset += len;
         if (s.op == wire::opcode::read_req || s.next_offset >= s.wr.local.length) {
             s.fully_sent = true;
-            ++c.tx_msn;
+            advance_tx(c);
         }
+        return true;
+    }
+    return false;
+}
+
+// Priority within a connection: control, NAK, ACK, retransmission, READ response, new data.
+// Each producer is called only when its queue holds something (the same tests they
+// start with): this runs for every packet sent.
+__attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if ((c.hello_pending || c.close_pending) && produce_ctrl(c, now, f)) {
+        return true;
+    }
+    if (c.state == conn_state::connecting || c.state == conn_state::closed) {
+        return false;
+    }
+    if ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f))) {
+        return true;
+    }
+    if (c.state != conn_state::established) {
+        return false;
+    }
+    if ((c.probes_pending != 0 || c.plane_probes != 0) && produce_probe(c, now, f)) {
+        return true;
+    }
+    return (!c.retx_paths.empty() && produce_retx(c, now, f)) ||
+           (c.job_tx < c.job_count && produce_read_resp(c, now, f)) ||
+           (c.tx_msn != c.next_msn && produce_new(c, now, f));
+}
+
+// Every packet out. Here, with produce and produce_new, so sending new data (most
+// packets) is one function.
+bool endpoint::poll_tx(uint64_t now, tx_frame& f)
+{
+    impl& e = *impl_;
+    e.clock = now;
+    f.len = 0;
+    f.payload_refs = 0;
+    f.payload_len = 0;
+    if (!e.replies.empty() && e.produce_reply(now, f)) {
+        ++e.stats.tx_packets;
+        e.stats.tx_bytes += f.len;
+        return true;
+    }
+    // ACKs and NAKs before anyone's data (spec 5.4), but at most k_ack_burst in a row
+    // while data waits: a peer that makes us ACK every packet must not silence our data.
+    if (e.acks_in_row < impl::k_ack_burst && e.produce_ack_first(now, f)) {
+        ++e.acks_in_row;
+        return true;
+    }
+    e.acks_in_row = 0;
+    while (!e.ready.empty()) {
+        const uint32_t idx = e.ready.front();
+        e.ready.pop();
+        connection* c = e.conns[idx].get();
+        if (c == nullptr) {
+            continue;
+        }
+        c->in_ready = false;
+        const bool sent = e.produce(*c, now, f);
+        if (c->local_fault) {
+            // A local buffer of a request failed its check as it was being sent (its
+            // region was deregistered): as in verbs, the connection goes to ERROR.
+            c->local_fault = false;
+            e.enter_error(*c, wc_status::wr_flush_err);
+            e.mark_ready(*c); // its NAK, if any, still goes out
+        }
+        e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
+        if (sent) {
+            e.mark_ready(*c); // round robin: come back for more after the others
+            ++e.stats.tx_packets;
+            e.stats.tx_bytes += f.wire_len();
+            return true;
+        }
+    }
+    if (e.produce_ack_first(now, f)) { // no data to send: the ACKs are not held back
+        ++e.acks_in_row;
         return true;
     }
     return false;

@@ -1,5 +1,6 @@
 // Responder: receive windows, checks, direct placement, in-stream commit and the
-// ACKs and NAKs that go back (spec 5.2, 5.4, 8).
+// ACKs and NAKs that go back (spec 5.2, 5.4, 8). Also endpoint::on_packet, the receive
+// dispatch: most packets are data, and here on_data is inlined into it.
 #include <algorithm>
 #include <cstring>
 
@@ -104,7 +105,7 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     return post_result::ok;
 }
 
-void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
+__attribute__((always_inline)) inline void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
 {
     path_rx& r = c.prx[path];
     if (!r.ack_queued) {
@@ -137,7 +138,7 @@ void endpoint::impl::flush_delayed_acks(connection& c) noexcept
     }
 }
 
-void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet_view& p,
+__attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet_view& p,
                              uint64_t now) noexcept
 {
     if (c.state != conn_state::established && c.state != conn_state::error) {
@@ -281,8 +282,9 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
             ++stats.rx_invalid; // counted, and acknowledged so the path keeps moving
         }
         // A newcomer re-splits the shares: its first ACK carries its final share (spec 6.4).
-        const bool joined = rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now,
-                                            p.path, p.tx_ts);
+        // (No call when the receiver shares no link rate: the default.)
+        const bool joined = rates.enabled() && rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce,
+                                                               now, p.path, p.tx_ts);
         if (rates.take_resplit()) {
             push_shares();
         }
@@ -310,6 +312,7 @@ void endpoint::impl::on_data(connection& c, const rx_meta& m, const wire::packet
         } else if (!r.ack_delayed) {
             r.ack_delayed = true;
             c.ack_deadline = std::min(c.ack_deadline, now + cfg.transport.ack_delay_ns);
+            c.conn_deadline = std::min(c.conn_deadline, c.ack_deadline);
         }
         break;
     }
@@ -421,7 +424,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
 // Places one request packet's payload after checking its own range (spec 8.3): a region
 // deregistered, or a receive whose buffer went away, since the first packet fails here
 // and nothing is written.
-endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs, stream_state& ss,
+__attribute__((always_inline)) inline endpoint::impl::place_outcome endpoint::impl::place(connection& c, recv_slot& rs, stream_state& ss,
                                                     const wire::packet_view& p) noexcept
 {
     const auto len = uint32_t(p.payload.size());
@@ -564,7 +567,8 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     b.psn = r.expected;
     wire::ack_header a{};
     a.ts_echo = wire::be32_t::from_host(r.last_ts);
-    const uint32_t hint = rates.hint_mbps(slot_of(c.id));
+    // No hint (and no call) while the receiver shares no link rate, the default.
+    const uint32_t hint = rates.enabled() ? rates.hint_mbps(slot_of(c.id)) : 0;
     rates.told(slot_of(c.id), hint);
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
@@ -585,6 +589,63 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;
     return f.len > 0;
+}
+
+// Every packet in: parsed, matched to its connection and handed to its handler. Here,
+// with on_data, so the data path (most packets) is one function.
+void endpoint::on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now)
+{
+    impl& e = *impl_;
+    e.clock = now;
+    ++e.stats.rx_packets;
+    e.stats.rx_bytes += bytes.size();
+    wire::packet_view p; // filled by parse_view (not cleared first: this runs per packet)
+    if (const wire::parse_error err = wire::parse_view(bytes, p); err != wire::parse_error::none) {
+        ++e.stats.rx_malformed[size_t(err)];
+        return;
+    }
+    if (p.op == wire::opcode::connect) {
+        e.on_connect(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::close) {
+        e.on_close(meta, p, now);
+        return;
+    }
+    if (p.op == wire::opcode::probe) {
+        e.on_probe(meta, p, now);
+        return;
+    }
+    connection* c = e.find(p.dst_conn);
+    if (c == nullptr) {
+        ++e.stats.rx_unknown_conn;
+        return;
+    }
+    if (meta.src_addr != c->peer_addr) {
+        ++e.stats.rx_wrong_peer;
+        return;
+    }
+    const wire::opcode_info& oi = wire::info(p.op);
+    // Paths exist only once the handshake sized them: a connection that failed while
+    // connecting has none, whatever its configured count.
+    if (p.path >= c->ptx.size() && (oi.reliable || p.op == wire::opcode::ack || p.op == wire::opcode::nak)) {
+        ++e.stats.rx_bad_path;
+        return;
+    }
+    e.heard_from_peer(*c, now);
+    const uint64_t freed = e.conns_freed;
+    switch (p.op) {
+    case wire::opcode::cookie: e.on_cookie(*c, p, now); break;
+    case wire::opcode::accept: e.on_accept(*c, p, now); break;
+    case wire::opcode::close_ack: e.on_close_ack(*c, p); break;
+    case wire::opcode::probe_ack: e.on_probe_ack(*c, meta, p, now); break;
+    case wire::opcode::ack: e.on_ack(*c, p, now); break;
+    case wire::opcode::nak: e.on_nak(*c, p, now); break;
+    default: e.on_data(*c, meta, p, now); break;
+    }
+    if (e.conns_freed == freed || e.find(p.dst_conn) != nullptr) {
+        e.recompute_timer(*c, now);
+    }
 }
 
 } // namespace metaroce

@@ -45,17 +45,4 @@ void sack_window::shift(uint32_t& expected, bitmap& bits_, uint32_t n) noexcept
     }
 }
 
-void sack_window::to_wire(const bitmap& bits_, uint8_t (&out)[wire::k_sack_bits / 8]) noexcept
-{
-    if constexpr (std::endian::native == std::endian::little) {
-        std::memcpy(out, bits_.data(), sizeof(out)); // the wire order is the words' LSB first
-    } else {
-        for (uint32_t w = 0; w < k_words; ++w) {
-            for (uint32_t b = 0; b < 8; ++b) {
-                out[w * 8 + b] = uint8_t(bits_[w] >> (8 * b));
-            }
-        }
-    }
-}
-
 } // namespace metaroce

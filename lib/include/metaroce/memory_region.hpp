@@ -65,7 +65,7 @@ private:
 };
 
 // The checks run for every data packet on both sides: inline.
-inline const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const noexcept
+__attribute__((always_inline)) inline const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const noexcept
 {
     const uint32_t index = key & k_index_mask;
     if (index >= entries_.size()) {
@@ -78,7 +78,7 @@ inline const mr_table::entry* mr_table::lookup(uint32_t key, bool remote) const 
     return &e;
 }
 
-inline mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
+__attribute__((always_inline)) inline mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
                                 uint8_t** host) const noexcept
 {
     if (e == nullptr) {
@@ -95,13 +95,13 @@ inline mr_check mr_table::check(const entry* e, uint64_t va, uint64_t len, uint3
     return mr_check::ok;
 }
 
-inline mr_check mr_table::check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
+__attribute__((always_inline)) inline mr_check mr_table::check_remote(uint32_t rkey, uint64_t va, uint64_t len, uint32_t need,
                                        uint8_t** host) const noexcept
 {
     return check(lookup(rkey, true), va, len, need, host);
 }
 
-inline mr_check mr_table::check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
+__attribute__((always_inline)) inline mr_check mr_table::check_local(uint32_t lkey, uint64_t va, uint64_t len, uint32_t need,
                                       uint8_t** host) const noexcept
 {
     return check(lookup(lkey, false), va, len, need, host);

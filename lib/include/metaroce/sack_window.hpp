@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "metaroce/seq.hpp"
 #include "metaroce/wire/headers.hpp"
@@ -69,7 +71,19 @@ public:
         // Bit 0 is never set after record(), so any set bit is above a hole.
         return (bits[0] | bits[1] | bits[2] | bits[3]) != 0;
     }
-    static void to_wire(const bitmap& bits, uint8_t (&out)[wire::k_sack_bits / 8]) noexcept;
+    // Inline: once per ACK.
+    static void to_wire(const bitmap& bits, uint8_t (&out)[wire::k_sack_bits / 8]) noexcept
+    {
+        if constexpr (std::endian::native == std::endian::little) {
+            std::memcpy(out, bits.data(), sizeof(out)); // the wire order is the words' LSB first
+        } else {
+            for (uint32_t w = 0; w < k_words; ++w) {
+                for (uint32_t b = 0; b < 8; ++b) {
+                    out[w * 8 + b] = uint8_t(bits[w] >> (8 * b));
+                }
+            }
+        }
+    }
 
 private:
     static bool bit(const bitmap& bits, uint32_t d) noexcept { return (bits[d / 64] >> (d % 64)) & 1u; }

@@ -28,43 +28,47 @@ enum class parse_error : uint8_t {
 std::string_view to_string(parse_error e) noexcept;
 
 // Host-order view of one packet; payload and sack point into the parsed buffer.
+// No member initializers: parse_view() fills every field of a packet it accepts, so
+// the per-packet path does not clear it first; `packet_view{}` and parse() give zeros.
 struct packet_view {
-    opcode op{};
-    uint16_t flags = 0;
-    uint32_t dst_conn = 0;
-    uint32_t psn = 0;
-    uint8_t path = 0;
-    uint8_t plane = 0;
-    uint32_t tx_ts = 0;
+    opcode op;
+    uint16_t flags;
+    uint32_t dst_conn;
+    uint32_t psn;
+    uint8_t path;
+    uint8_t plane;
+    uint32_t tx_ts;
     // message header (data opcodes)
-    uint16_t stream = 0;
-    uint32_t msn = 0;
-    uint32_t ssn = 0;
-    uint32_t recv_seq = 0;
-    uint32_t msg_len = 0;
-    uint32_t offset = 0;
+    uint16_t stream;
+    uint32_t msn;
+    uint32_t ssn;
+    uint32_t recv_seq;
+    uint32_t msg_len;
+    uint32_t offset;
     // reth / imm
-    uint64_t va = 0;
-    uint32_t rkey = 0;
-    uint32_t imm = 0;
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t imm;
     std::span<const uint8_t> payload;
     // fixed control headers, valid for their opcode only
-    const ack_header* ack = nullptr;
-    const nak_header* nak = nullptr;
-    const hello_header* hello = nullptr;
-    const close_header* close = nullptr;
-    const probe_header* probe = nullptr;
-    const cookie_header* cookie = nullptr;
+    const ack_header* ack;
+    const nak_header* nak;
+    const hello_header* hello;
+    const close_header* close;
+    const probe_header* probe;
+    const cookie_header* cookie;
 
     bool is_last() const noexcept { return (flags & bth_flag::last) != 0; }
 };
 
 struct parse_result {
     parse_error error = parse_error::none;
-    packet_view pkt;
+    packet_view pkt{};
     bool ok() const noexcept { return error == parse_error::none; }
 };
 
+// Fills v from bytes; v is complete only when this returns parse_error::none.
+parse_error parse_view(std::span<const uint8_t> bytes, packet_view& v) noexcept;
 parse_result parse(std::span<const uint8_t> bytes) noexcept;
 
 // Fields to build a packet from; the builders write exactly the opcode's headers.
@@ -98,7 +102,7 @@ size_t build_data(std::span<uint8_t> out, const bth_fields& b, const msg_fields&
 // Writes the headers only; the caller places payload_len bytes right after them.
 size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, const msg_fields& m,
                           size_t payload_len) noexcept;
-size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept;
+inline size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept;
 size_t build_nak(std::span<uint8_t> out, const bth_fields& b, const nak_header& n) noexcept;
 size_t build_hello(std::span<uint8_t> out, const bth_fields& b, const hello_header& h) noexcept;
 size_t build_close(std::span<uint8_t> out, const bth_fields& b, const close_header& c) noexcept;
@@ -152,49 +156,55 @@ inline bth make_bth(const bth_fields& f) noexcept
 
 } // namespace detail
 
-inline parse_result parse(std::span<const uint8_t> bytes) noexcept
+inline parse_error parse_view(std::span<const uint8_t> bytes, packet_view& v) noexcept
 {
-    parse_result r;
+    using detail::load;
     if (bytes.size() < sizeof(bth)) {
-        r.error = parse_error::too_short;
-        return r;
+        return parse_error::too_short;
     }
-    const auto h = detail::load<bth>(bytes.data());
-    if (h.version != k_version) {
-        r.error = parse_error::bad_version;
-        return r;
+    // Field by field from the buffer (no copy of a whole header first).
+    const uint8_t* b = bytes.data();
+    if (b[offsetof(bth, version)] != k_version) {
+        return parse_error::bad_version;
     }
-    const opcode_info& oi = info(h.op);
+    const auto op = opcode(b[offsetof(bth, op)]);
+    const opcode_info& oi = info(op);
     if (!oi.valid) {
-        r.error = parse_error::unknown_opcode;
-        return r;
+        return parse_error::unknown_opcode;
     }
-    packet_view& v = r.pkt;
-    v.op = h.op;
-    v.flags = h.flags.host();
+    v.op = op;
+    v.flags = load<be16_t>(b + offsetof(bth, flags)).host();
     if ((v.flags & ~bth_flag::known) != 0) {
-        r.error = parse_error::unknown_flags;
-        return r;
+        return parse_error::unknown_flags;
     }
-    v.dst_conn = h.dst_conn.host();
-    v.psn = h.psn.host();
-    v.path = h.path;
-    v.plane = h.plane;
-    v.tx_ts = h.tx_ts.host();
+    v.dst_conn = load<be32_t>(b + offsetof(bth, dst_conn)).host();
+    v.psn = load<be32_t>(b + offsetof(bth, psn)).host();
+    v.path = b[offsetof(bth, path)];
+    v.plane = b[offsetof(bth, plane)];
+    v.tx_ts = load<be32_t>(b + offsetof(bth, tx_ts)).host();
 
     if (bytes.size() < sizeof(bth) + oi.ext_len) {
-        r.error = parse_error::too_short;
-        return r;
+        return parse_error::too_short;
     }
-    const uint8_t* p = bytes.data() + sizeof(bth);
+    const uint8_t* p = b + sizeof(bth);
     const size_t rest = bytes.size() - sizeof(bth) - oi.ext_len;
     if (!oi.has_payload && rest != 0) {
-        r.error = parse_error::trailing_bytes;
-        return r;
+        return parse_error::trailing_bytes;
     }
+    v.ack = nullptr;
+    v.nak = nullptr;
+    v.hello = nullptr;
+    v.close = nullptr;
+    v.probe = nullptr;
+    v.cookie = nullptr;
     if (!oi.has_msg) {
+        v.stream = 0;
+        v.msn = v.ssn = v.recv_seq = v.msg_len = v.offset = 0;
+        v.va = 0;
+        v.rkey = v.imm = 0;
+        v.payload = {};
         // Fixed headers are read in place (packed, byte-aligned) by their users.
-        switch (h.op) {
+        switch (op) {
         case opcode::ack: v.ack = reinterpret_cast<const ack_header*>(p); break;
         case opcode::nak: v.nak = reinterpret_cast<const nak_header*>(p); break;
         case opcode::connect:
@@ -206,39 +216,49 @@ inline parse_result parse(std::span<const uint8_t> bytes) noexcept
         case opcode::cookie: v.cookie = reinterpret_cast<const cookie_header*>(p); break;
         default: break;
         }
-        return r;
+        return parse_error::none;
     }
 
-    const auto m = detail::load<msg_header>(p);
+    v.stream = load<be16_t>(p + offsetof(msg_header, stream)).host();
+    v.msn = load<be32_t>(p + offsetof(msg_header, msn)).host();
+    v.ssn = load<be32_t>(p + offsetof(msg_header, ssn)).host();
+    v.recv_seq = load<be32_t>(p + offsetof(msg_header, recv_seq)).host();
+    v.msg_len = load<be32_t>(p + offsetof(msg_header, msg_len)).host();
+    v.offset = load<be32_t>(p + offsetof(msg_header, offset)).host();
     p += sizeof(msg_header);
-    v.stream = m.stream.host();
-    v.msn = m.msn.host();
-    v.ssn = m.ssn.host();
-    v.recv_seq = m.recv_seq.host();
-    v.msg_len = m.msg_len.host();
-    v.offset = m.offset.host();
+    v.va = 0;
+    v.rkey = 0;
+    v.imm = 0;
     if (oi.has_reth) {
-        const auto e = detail::load<reth>(p);
+        v.va = load<be64_t>(p + offsetof(reth, va)).host();
+        v.rkey = load<be32_t>(p + offsetof(reth, rkey)).host();
         p += sizeof(reth);
-        v.va = e.va.host();
-        v.rkey = e.rkey.host();
     }
     if (oi.has_imm) {
-        v.imm = detail::load<imm_header>(p).imm.host();
+        v.imm = load<be32_t>(p + offsetof(imm_header, imm)).host();
         p += sizeof(imm_header);
     }
     v.payload = std::span<const uint8_t>(p, rest);
     if (oi.has_payload) {
         if (uint64_t(v.offset) + rest > v.msg_len) {
-            r.error = parse_error::payload_overrun;
-            return r;
+            return parse_error::payload_overrun;
         }
         // Only an empty message travels as an empty packet (spec 4.3).
         if (rest == 0 && (v.msg_len != 0 || v.offset != 0 || !v.is_last())) {
-            r.error = parse_error::empty_payload;
-            return r;
+            return parse_error::empty_payload;
         }
     }
+    return parse_error::none;
+}
+
+// The same, for callers that want a view even of a rejected packet: zeros where
+// parse_view stopped.
+inline parse_result parse(std::span<const uint8_t> bytes) noexcept
+{
+    parse_result r;
+    packet_view v{};
+    r.error = parse_view(bytes, v);
+    r.pkt = v;
     return r;
 }
 
@@ -281,6 +301,17 @@ inline size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, co
         put(p, offsetof(imm_header, imm), be32_t::from_host(m.imm));
     }
     return hdr;
+}
+
+// Inline: one per ACK, and the ACK header is built on the caller's stack just before.
+inline size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept
+{
+    if (out.size() < sizeof(bth) + sizeof(ack_header)) {
+        return 0;
+    }
+    detail::store(out.data(), detail::make_bth(b));
+    detail::store(out.data() + sizeof(bth), a);
+    return sizeof(bth) + sizeof(ack_header);
 }
 
 } // namespace metaroce::wire
