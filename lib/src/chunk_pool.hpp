@@ -27,10 +27,14 @@ public:
     static constexpr uint32_t k_per_chunk = N;
 
     // chunks <= 65535: chunk numbers, the sentinel's included, fit 16 bits.
-    explicit chunk_pool(uint32_t chunks)
+    // reused_idle: its users give a chunk back only with every object in an idle state a
+    // look-up may read (a slot not in use, log entries outside head..tail), so a chunk is
+    // built on its first take only; a ping-pong message takes and gives chunks each time.
+    explicit chunk_pool(uint32_t chunks, bool reused_idle = false)
         : bytes_(std::make_unique_for_overwrite<unsigned char[]>((size_t(chunks) + 1) * N * sizeof(T))),
           free_(std::make_unique<uint16_t[]>(chunks)), aux_(std::make_unique<uint16_t[]>(size_t(chunks) + 1)),
-          free_count_(chunks), capacity_(chunks)
+          built_(std::make_unique<bool[]>(size_t(chunks) + 1)), free_count_(chunks), capacity_(chunks),
+          reused_idle_(reused_idle)
     {
         for (uint32_t i = 0; i < chunks; ++i) {
             free_[i] = uint16_t(chunks - 1 - i); // chunk 0 on top: taken first
@@ -51,7 +55,10 @@ public:
         }
         const uint16_t c = free_[--free_count_];
         peak_ = std::max(peak_, capacity_ - free_count_);
-        construct(c);
+        if (!reused_idle_ || !built_[c]) {
+            construct(c);
+            built_[c] = true;
+        }
         aux_[c] = 0;
         return c;
     }
@@ -75,9 +82,11 @@ private:
     std::unique_ptr<unsigned char[]> bytes_;
     std::unique_ptr<uint16_t[]> free_; // a stack: the chunk used last is reused first (warm)
     std::unique_ptr<uint16_t[]> aux_;
+    std::unique_ptr<bool[]> built_;
     uint32_t free_count_ = 0;
     uint32_t capacity_ = 0;
     uint32_t peak_ = 0;
+    bool reused_idle_ = false;
 };
 
 // A connection's window of message slots (index = msn % size()), 16 to a pool chunk:

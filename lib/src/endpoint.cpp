@@ -25,7 +25,7 @@ const endpoint_config& checked(const endpoint_config& c)
 
 endpoint::impl::impl(const endpoint_config& c)
     : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks),
-      send_slots(c.send_slot_chunks), recv_slots(c.recv_slot_chunks), logs(c.send_log_chunks),
+      send_slots(c.send_slot_chunks, true), recv_slots(c.recv_slot_chunks, true), logs(c.send_log_chunks, true),
       job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
