@@ -256,14 +256,22 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
         cc.on_ack(p.cc, c.cc, s);
-        const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-        set_rto(c, p, p.fl->inflight > 0 ? now + p.rto_ns + queue : k_no_deadline);
-        set_tlp(c, p, p.fl->inflight > 0 ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+        rearm_path_timers(c, p, now);
     }
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
         on_also_cum(c, pk.path, a.also_cum.host());
     }
     mark_ready(c);
+}
+
+// After progress on a path: its RTO and tail probe run from now while packets remain out.
+void endpoint::impl::rearm_path_timers(connection& c, path_tx& p, uint64_t now) noexcept
+{
+    const bool out = p.fl->inflight > 0;
+    const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
+    set_rto(c, p, out ? now + p.rto_ns + queue : k_no_deadline);
+    set_tlp(c, p, out ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
+                      : k_no_deadline);
 }
 
 // Another path's cumulative point, repeated from the ACK before this one (spec 3.6). Kept,
@@ -308,9 +316,7 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
     }
     stats.rx_also_acked += newly;
     path_progress(c, q, now);
-    const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-    set_rto(c, q, q.fl->inflight > 0 ? now + q.rto_ns + queue : k_no_deadline);
-    set_tlp(c, q, q.fl->inflight > 0 ? now + probe_timeout(q, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue) : k_no_deadline);
+    rearm_path_timers(c, q, now);
     mark_ready(c);
     return true;
 }

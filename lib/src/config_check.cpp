@@ -33,18 +33,16 @@ std::string validate(const endpoint_config& c)
     const transport_config& t = c.transport;
     k.require(c.max_connections >= 1, "max_connections", "must be at least 1", c.max_connections);
     k.require(c.cq_depth >= 1, "cq_depth", "must be at least 1", c.cq_depth);
-    k.require(c.record_chunks >= 1 && c.record_chunks <= 65535, "record_chunks",
-              "must be 1..65535 (chunks of 16 in-flight packet records, 16-bit indexes)", c.record_chunks);
-    k.require(c.send_slot_chunks >= 1 && c.send_slot_chunks <= 65535, "send_slot_chunks",
-              "must be 1..65535 (chunks of 16 send message slots, 16-bit indexes)", c.send_slot_chunks);
-    k.require(c.recv_slot_chunks >= 1 && c.recv_slot_chunks <= 65535, "recv_slot_chunks",
-              "must be 1..65535 (chunks of 16 receive message slots, 16-bit indexes)", c.recv_slot_chunks);
-    k.require(c.send_log_chunks >= 1 && c.send_log_chunks <= 65535, "send_log_chunks",
-              "must be 1..65535 (chunks of 64 send log entries, 16-bit indexes)", c.send_log_chunks);
-    k.require(c.read_job_chunks >= 1 && c.read_job_chunks <= 65535, "read_job_chunks",
-              "must be 1..65535 (chunks of 16 READ jobs, 16-bit indexes)", c.read_job_chunks);
-    k.require(c.sack_blocks >= 1 && c.sack_blocks <= 65535, "sack_blocks",
-              "must be 1..65535 (32-byte SACK bitmaps, 16-bit indexes)", c.sack_blocks);
+    // Pools index their chunks in 16 bits.
+    auto chunks = [&k](uint32_t v, const char* field, const char* what) {
+        k.require(v >= 1 && v <= 65535, field, (std::string("must be 1..65535 (") + what + ", 16-bit indexes)").c_str(), v);
+    };
+    chunks(c.record_chunks, "record_chunks", "chunks of 16 in-flight packet records");
+    chunks(c.send_slot_chunks, "send_slot_chunks", "chunks of 16 send message slots");
+    chunks(c.recv_slot_chunks, "recv_slot_chunks", "chunks of 16 receive message slots");
+    chunks(c.send_log_chunks, "send_log_chunks", "chunks of 64 send log entries");
+    chunks(c.read_job_chunks, "read_job_chunks", "chunks of 16 READ jobs");
+    chunks(c.sack_blocks, "sack_blocks", "32-byte SACK bitmaps");
     k.require(c.max_mrs >= 1, "max_mrs", "must be at least 1", c.max_mrs);
     k.require(c.hint_utilization > 0 && c.hint_utilization <= 1, "hint_utilization",
               "must be in (0, 1]", c.hint_utilization);

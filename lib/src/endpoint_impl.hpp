@@ -233,6 +233,7 @@ struct endpoint::impl {
     void on_ack(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
     void on_also_cum(connection& c, uint8_t own_path, uint32_t also_cum) noexcept;
     bool settle_also(connection& c, uint32_t path, uint64_t now) noexcept;
+    void rearm_path_timers(connection& c, detail::path_tx& p, uint64_t now) noexcept;
     void rack_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     void rack_detect(connection& c, uint64_t now) noexcept;
     void tail_probe(connection& c, uint32_t path, uint64_t now, bool allow_new) noexcept;

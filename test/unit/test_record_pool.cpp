@@ -12,16 +12,8 @@ using namespace metaroce::test;
 
 namespace {
 
-// A lossy wire: drops about one packet in `every` (deterministic).
-std::function<bool(captured&)> lossy(uint64_t every)
-{
-    return [x = uint64_t(88172645463325252ull), every](captured&) mutable {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x % every == 0;
-    };
-}
+// Which packets the lossy wires of this file drop (test_util.hpp lossy).
+constexpr uint64_t k_loss_seed = 88172645463325252ull;
 
 pair_harness small_pools(uint32_t chunks_a, uint32_t chunks_b, uint16_t paths = 16)
 {
@@ -51,7 +43,7 @@ TEST_CASE("an exhausted record pool holds paths back like a full window", "[reco
 {
     // 2 chunks for 16 paths: most paths find no record to send into.
     pair_harness h = small_pools(2, 2);
-    h.filter = lossy(20);
+    h.filter = lossy(20, k_loss_seed);
     const conn_id c = h.connect();
     buffer src(h.a(), 1 << 20, k_all_access, 5);
     buffer dst(h.b(), 1 << 20, k_all_access);
@@ -66,7 +58,7 @@ TEST_CASE("an exhausted record pool holds paths back like a full window", "[reco
 TEST_CASE("READ responses draw records from the responder's pool", "[record_pool]")
 {
     pair_harness h = small_pools(4096, 1);
-    h.filter = lossy(25);
+    h.filter = lossy(25, k_loss_seed);
     const conn_id c = h.connect();
     buffer dst(h.a(), 512 * 1024, k_all_access);
     buffer src(h.b(), 512 * 1024, k_all_access, 3);
@@ -82,7 +74,7 @@ TEST_CASE("closing connections mid-transfer gives every chunk back", "[record_po
     // 3 chunks shared by 16 paths: a single chunk lost by a teardown would stall a
     // later connection for good.
     pair_harness h = small_pools(3, 3);
-    h.filter = lossy(15);
+    h.filter = lossy(15, k_loss_seed);
     for (int round = 0; round < 4; ++round) {
         const conn_id c = h.connect();
         buffer src(h.a(), 256 * 1024, k_all_access, uint8_t(round + 1));

@@ -13,6 +13,9 @@ using namespace metaroce::test;
 
 namespace {
 
+// Which packets the lossy wires of this file drop (test_util.hpp lossy).
+constexpr uint64_t k_loss_seed = 0x9e3779b97f4a7c15ull;
+
 pair_harness with_pools(uint16_t paths, uint32_t send_chunks, uint32_t recv_chunks, uint32_t log_chunks)
 {
     transport_config t;
@@ -25,17 +28,6 @@ pair_harness with_pools(uint16_t paths, uint32_t send_chunks, uint32_t recv_chun
         c->send_log_chunks = log_chunks;
     }
     return pair_harness(a, b, 1000);
-}
-
-// A lossy wire: drops about one packet in `every` (deterministic).
-std::function<bool(captured&)> lossy(uint64_t every)
-{
-    return [x = uint64_t(0x9e3779b97f4a7c15ull), every](captured&) mutable {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        return x % every == 0;
-    };
 }
 
 size_t idle_bytes(uint16_t paths)
@@ -155,7 +147,7 @@ TEST_CASE("a spent receive slot pool defers messages, in order, without loss", "
     // Two receive chunks for 8 streams of SENDs and WRITEs arriving out of order over
     // 16 lossy paths: later messages must not take the chunk the next one to commit needs.
     pair_harness h = with_pools(16, 4096, 2, 2048);
-    h.filter = lossy(30);
+    h.filter = lossy(30, k_loss_seed);
     const conn_id c = h.connect();
     constexpr int k_msgs = 64;
     std::vector<std::unique_ptr<buffer>> bufs;
@@ -184,7 +176,7 @@ TEST_CASE("a spent receive slot pool defers messages, in order, without loss", "
 TEST_CASE("a spent send log pool costs RACK its entries, not data", "[state]")
 {
     pair_harness h = with_pools(16, 4096, 4096, 1);
-    h.filter = lossy(20);
+    h.filter = lossy(20, k_loss_seed);
     const conn_id c = h.connect();
     buffer src(h.a(), 1 << 20, k_all_access, 5);
     buffer dst(h.b(), 1 << 20, k_all_access);
@@ -247,7 +239,7 @@ TEST_CASE("a spent SACK bitmap pool refuses out-of-order packets, which are rese
     endpoint_config b = pair_harness::config(pair_harness::k_addr_b, t, 22);
     b.sack_blocks = 1;
     pair_harness h(a, b, 1000);
-    h.filter = lossy(25);
+    h.filter = lossy(25, k_loss_seed);
     const conn_id c = h.connect();
     buffer src(h.a(), 2 << 20, k_all_access, 8);
     buffer dst(h.b(), 2 << 20, k_all_access);

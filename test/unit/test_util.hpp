@@ -91,6 +91,13 @@ struct xorshift {
     }
 };
 
+// A lossy wire for pair_harness::filter: drops about one packet in `every`, the same
+// ones for the same seed.
+inline std::function<bool(captured&)> lossy(uint64_t every, uint64_t seed)
+{
+    return [rng = xorshift{seed}, every](captured&) mutable { return rng.next() % every == 0; };
+}
+
 // Ends the process with a message if the guarded scope does not finish in time: a
 // test of "this call returns" must fail, not hang until the runner's timeout.
 class watchdog {
