@@ -18,6 +18,12 @@ public:
     virtual endpoint& ep() noexcept = 0;
     // One pass: receive, timers, transmit. now_ns on the session's clock.
     virtual void poll(uint64_t now_ns) = 0;
+    // The same pass split around the session's step (completions taken, replies posted):
+    // poll_held builds but holds its frames, send_held sends them with the replies, so a
+    // ping-pong's ACK and echo leave in one burst. I/Os without a burst of their own
+    // just poll.
+    virtual void poll_held(uint64_t now_ns) { poll(now_ns); }
+    virtual void send_held(uint64_t) {}
     // Sends what is still queued (the last ACKs and CLOSEs) before the process exits.
     virtual void flush() noexcept = 0;
     virtual uint32_t node() const noexcept = 0; // the node address (plane 0)
@@ -40,6 +46,13 @@ public:
             sched_yield();
         }
     }
+    void poll_held(uint64_t now_ns) override { held_busy_ = w_.poll(now_ns, false); }
+    void send_held(uint64_t now_ns) override
+    {
+        if (!w_.send_held(now_ns) && !held_busy_ && yield_idle_) {
+            sched_yield();
+        }
+    }
     // Shared cores: an idle worker gives its CPU to the others (several workers per core).
     void yield_when_idle(bool on) noexcept { yield_idle_ = on; }
     void flush() noexcept override { w_.flush(); }
@@ -53,6 +66,7 @@ public:
 private:
     dpdk::worker& w_;
     bool yield_idle_ = false;
+    bool held_busy_ = false;
 };
 
 } // namespace metaroce::perf

@@ -62,7 +62,8 @@ void session::start_engine(role r, const engine_setup& s)
 void session::step()
 {
     now_ = clk_.now_ns();
-    w_.poll(now_);
+    // Frames built here (an ACK) wait for what this step posts (an echo): one burst.
+    w_.poll_held(now_);
     std::array<conn_event, 16> ev;
     for (size_t n = ep_.poll_events(ev), i = 0; i < n; ++i) {
         on_event(ev[i]);
@@ -76,13 +77,16 @@ void session::step()
     if (dpdk::k_stage_timing && ncq != 0 && w_.stages() != nullptr) {
         w_.stages()->end(dpdk::stage::completion, t_cq, ncq);
     }
+    uint64_t now = now_;
     if (eng_) {
         // A fresh time: latency engines stamp the echoes they notice with it.
-        eng_->pump(clk_.now_ns());
+        now = clk_.now_ns();
+        eng_->pump(now);
         if (!eng_->failure().empty() && fatal_.empty()) {
             fatal_ = eng_->failure();
         }
     }
+    w_.send_held(now);
 }
 
 void session::check_running()

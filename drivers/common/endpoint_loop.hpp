@@ -138,9 +138,11 @@ struct poll_result {
     bool busy() const noexcept { return rx || timers || backlog || pulled != 0; }
 };
 
-// One run-to-completion pass: receive, timers, transmit.
+// One run-to-completion pass: receive, timers, transmit. flush = false holds the built
+// frames (an ACK for what just arrived) for send_held(), so a program that answers in
+// between sends its reply in the same burst instead of one TX burst later.
 template <class Engine, class Io>
-inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
+inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget, bool flush = true)
 {
     poll_result r;
     r.rx = io.rx_burst(deliver_to<Engine>{ep, now_ns}, now_ns);
@@ -162,8 +164,20 @@ inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budg
         return r;
     }
     r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
-    io.tx_flush(now_ns);
+    if (flush) {
+        io.tx_flush(now_ns);
+    }
     return r;
+}
+
+// The end of a pass split around the program's step: pulls what the program posted
+// since poll_once(..., false) and sends it with the held frames. Returns packets pulled.
+template <class Engine, class Io>
+inline size_t send_held(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
+{
+    const size_t pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
+    io.tx_flush(now_ns);
+    return pulled;
 }
 
 } // namespace metaroce::io

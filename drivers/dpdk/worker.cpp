@@ -72,7 +72,7 @@ bool worker::plane_up(uint8_t plane) const noexcept
     return cfg_.admin == nullptr || cfg_.admin->up[plane].load(std::memory_order_relaxed);
 }
 
-bool worker::poll(uint64_t now_ns)
+bool worker::poll(uint64_t now_ns, bool flush)
 {
     ++ctr_.loops;
     if (last_poll_ns_ != 0 && now_ns > last_poll_ns_) {
@@ -84,7 +84,7 @@ bool worker::poll(uint64_t now_ns)
     if (!io_ok) {
         return false;
     }
-    const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget);
+    const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget, flush);
     if (r.timers) {
         ++ctr_.timer_calls;
     }
@@ -92,6 +92,15 @@ bool worker::poll(uint64_t now_ns)
         ++ctr_.busy_loops;
     }
     return r.busy();
+}
+
+bool worker::send_held(uint64_t now_ns)
+{
+    const link_guard::section io_ok;
+    if (!io_ok) {
+        return false;
+    }
+    return io::send_held(ep_, *this, now_ns, cfg_.tx_budget) != 0;
 }
 
 bool worker::rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t)

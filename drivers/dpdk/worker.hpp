@@ -76,7 +76,12 @@ public:
     size_t planes() const noexcept { return cfg_.planes.size(); }
 
     // One run-to-completion iteration; true when it moved any packet or ran a timer.
-    bool poll(uint64_t now_ns);
+    // flush = false keeps the frames it built queued until send_held() (the program
+    // takes its completions and posts in between: its reply leaves with the ACK).
+    bool poll(uint64_t now_ns, bool flush = true);
+    // Pulls what the program posted since poll(now, false) and sends all queued frames;
+    // true when it pulled any.
+    bool send_held(uint64_t now_ns);
     // Sends whatever is still queued for the ports (at stop).
     void flush() noexcept;
 
