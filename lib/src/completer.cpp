@@ -74,24 +74,28 @@ void endpoint::impl::on_read_resp_landed(connection& c, send_slot& s) noexcept
     }
 }
 
-void endpoint::impl::credit(connection& c, pkt_record& r) noexcept
+// n packets of one message (kind, slot, msn) were acknowledged: an in-order run is
+// credited once, not once per packet.
+void endpoint::impl::credit(connection& c, rec_kind kind, uint16_t slot, uint32_t msn, uint32_t n) noexcept
 {
-    if (r.kind == rec_kind::request) {
-        send_slot& s = c.sq[r.slot];
-        if (!s.in_use || s.msn != r.msn || s.done) {
+    if (kind == rec_kind::request) {
+        send_slot& s = c.sq[slot];
+        if (!s.in_use || s.msn != msn || s.done) {
             return;
         }
-        if (++s.pkts_acked == s.pkts_total && (s.op != wire::opcode::read_req || s.resp_complete)) {
+        // Each packet is credited once (only outstanding records are), so the count
+        // reaches pkts_total exactly when the message's last packet is in the run.
+        if ((s.pkts_acked += n) == s.pkts_total && (s.op != wire::opcode::read_req || s.resp_complete)) {
             s.done = true;
             try_complete(c, s.wr.stream);
         }
         return;
     }
-    read_job& j = c.jobs[r.slot];
-    if (!j.in_use || j.msn != r.msn || j.done) {
+    read_job& j = c.jobs[slot];
+    if (!j.in_use || j.msn != msn || j.done) {
         return;
     }
-    if (++j.pkts_acked == j.pkts_total) {
+    if ((j.pkts_acked += n) == j.pkts_total) {
         j.done = true;
         on_job_done(c);
     }
@@ -156,13 +160,32 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             --c.inflight;
             ++newly;
             rack_delivered(c, r, echo, now);
-            credit(c, r);
+            credit(c, r.kind, r.slot, r.msn, 1);
         }
     };
+    // The cumulative run: its records are credited per message, and of its first
+    // transmissions only the last one sent (the newest: a path sends its PSNs in order)
+    // can move RACK's clock, so only it is handed to rack_delivered (resends each are).
+    run_credit run;
+    const pkt_record* newest_fresh = nullptr;
     for_records(c, p, p.una, cum, [&](uint32_t, pkt_record& r) {
-        settle(r);
+        if (outstanding(r.state)) {
+            ++newly;
+            if (r.retx > 0) {
+                rack_delivered(c, r, echo, now);
+            } else {
+                newest_fresh = &r;
+            }
+            run.add(*this, c, r);
+        }
         r.state = rec_state::free;
     });
+    p.fl->inflight -= newly;
+    c.inflight -= newly;
+    if (newest_fresh != nullptr) {
+        rack_delivered(c, *newest_fresh, echo, now);
+    }
+    run.flush(*this, c);
     advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
     uint32_t highest = p.fl->highest_sacked_xmit;
@@ -301,15 +324,17 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
         return false;
     }
     uint32_t newly = 0;
+    run_credit run;
     for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
         if (outstanding(r.state)) {
-            --q.fl->inflight;
-            --c.inflight;
             ++newly;
-            credit(c, r); // not RACK's clock: when it arrived is unknown, only that it did
+            run.add(*this, c, r); // not RACK's clock: when it arrived is unknown, only that it did
         }
         r.state = rec_state::free;
     });
+    q.fl->inflight -= newly;
+    c.inflight -= newly;
+    run.flush(*this, c);
     advance_una(c, q, to);
     if (newly == 0) {
         return false;

@@ -241,7 +241,31 @@ struct endpoint::impl {
     void on_nak(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
     void path_timeouts(connection& c, uint64_t now) noexcept;
     void rnr_timer(connection& c, uint64_t now) noexcept;
-    void credit(connection& c, detail::pkt_record& r) noexcept;
+    void credit(connection& c, detail::rec_kind kind, uint16_t slot, uint32_t msn, uint32_t n) noexcept;
+    // Acknowledged records in order, credited a message at a time (on_ack, settle_also).
+    struct run_credit {
+        detail::rec_kind kind{};
+        uint16_t slot = 0;
+        uint32_t msn = 0;
+        uint32_t n = 0;
+        void add(impl& e, connection& c, const detail::pkt_record& r) noexcept
+        {
+            if (n != 0 && (r.msn != msn || r.slot != slot || r.kind != kind)) {
+                flush(e, c);
+            }
+            kind = r.kind;
+            slot = r.slot;
+            msn = r.msn;
+            ++n;
+        }
+        void flush(impl& e, connection& c) noexcept
+        {
+            if (n != 0) {
+                e.credit(c, kind, slot, msn, n);
+                n = 0;
+            }
+        }
+    };
     void try_complete(connection& c, uint16_t stream) noexcept;
     void on_read_resp_landed(connection& c, detail::send_slot& s) noexcept;
     bool land_read_resp(connection& c, const wire::packet_view& p) noexcept;
