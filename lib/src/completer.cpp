@@ -258,6 +258,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (newly == 0) {
         cc.on_hint(c.cc, hint, c.min_rtt_ns, c.mtu); // a pushed share (spec 6.4)
+        refresh_windows(c);
     }
     if (newly > 0) {
         path_progress(c, p, now);
@@ -278,7 +279,18 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.rate_hint_mbps = hint;
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
+        // The windows change only at a round's end or in slow start: their integer
+        // forms are redone then, not on every ACK.
+        const double path_w = p.cc.cwnd;
+        const double conn_w = c.cc.cwnd;
+        const double hint_w = c.cc.hint_cwnd;
         cc.on_ack(p.cc, c.cc, s);
+        if (p.cc.cwnd != path_w) {
+            p.win_room = window_room(p.cc.cwnd);
+        }
+        if (c.cc.cwnd != conn_w || c.cc.hint_cwnd != hint_w) {
+            refresh_windows(c);
+        }
         rearm_path_timers(c, p, now);
     }
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
@@ -606,6 +618,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         requeue_in_flight(c, i);
         if (p.timeouts + 1 > loss_slack(c, i)) {
             cc.on_timeout(p.cc, c.cc, now); // not when the connection's loss explains it
+            refresh_windows(c, p);
         }
         if (!path_timeout(c, i, now)) {
             return; // the connection failed

@@ -116,7 +116,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // Returns -1 when nothing may be sent now.
 inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 {
-    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
+    if (c.inflight >= c.win_room) {
         return -1;
     }
     if (c.cc.rate_hint_mbps != 0 && now < c.pace_next) {
@@ -130,7 +130,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         c.tlp_paths.pop();
         path_tx& p = c.ptx[i];
         p.tlp_new = false;
-        if (p.state != path_state::failed && double(p.fl->inflight) < std::max(1.0, p.cc.cwnd) &&
+        if (p.state != path_state::failed && p.fl->inflight < p.win_room &&
             uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(p)) {
             p.ack_req_next = true;
             return int(i);
@@ -145,7 +145,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         if (p.state == path_state::congested && now >= p.congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed || double(p.fl->inflight) >= std::max(1.0, p.cc.cwnd) ||
+        if (p.state == path_state::failed || p.fl->inflight >= p.win_room ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
@@ -226,8 +226,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     // Also when the connection has fewer packets out than paths and this path none:
     // round robin puts at most one packet on each, so no later packet of the path can
     // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
-    const bool fills = double(p.fl->inflight) + 1 >= p.cc.cwnd ||
-                       double(c.inflight) + 1 >= effective_cwnd(c.cc) ||
+    const bool fills = p.fl->inflight + 1 >= p.win_room || c.inflight + 1 >= c.win_room ||
                        (p.fl->inflight == 0 && c.inflight + 1 < c.paths);
     r.ack_req = last || fills || retx || p.ack_req_next;
     if (r.ack_req) {
@@ -349,7 +348,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 // New data could go out now (what produce_new and produce_read_resp would send first).
 bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 {
-    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
+    if (c.inflight >= c.win_room) {
         return false;
     }
     if (c.job_tx < c.job_count) {
