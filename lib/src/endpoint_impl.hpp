@@ -98,6 +98,15 @@ struct endpoint::impl {
     detail::fixed_ring<conn_event> events;
     std::vector<uint32_t> cq_waiters;
     std::vector<timer_entry> timers;                // min-heap
+    // The headers of the request packet built last (build_from_record): the next packet
+    // of the same message copies them and rewrites the per-packet fields only.
+    struct tx_header_cache {
+        conn_id conn = k_no_conn;
+        uint32_t msn = 0;
+        uint32_t peer_conn = 0;
+        size_t len = 0;
+        uint8_t bytes[wire::k_max_data_header] = {};
+    } tx_hdr;
     std::vector<plane_health> plane_tab;
     uint64_t plane_probe_deadline = k_no_deadline;
     uint32_t probe_cursor = 0;

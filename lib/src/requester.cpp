@@ -180,20 +180,16 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     wire::msg_fields m;
     const uint8_t* src = nullptr;
     uint32_t msg_len = 0;
-    if (r.kind == rec_kind::request) {
-        const send_slot& s = c.sq[r.slot];
+    // The request's slot, looked up once (a chunk directory walk) for the whole build.
+    send_slot* const sp = r.kind == rec_kind::request ? &c.sq[r.slot] : nullptr;
+    if (sp != nullptr) {
+        const send_slot& s = *sp;
         if (!s.in_use || s.msn != r.msn) {
             return false;
         }
         b.op = s.op;
         msg_len = s.wr.local.length;
-        m.stream = s.wr.stream;
-        m.msn = s.msn;
-        m.ssn = s.ssn;
-        m.recv_seq = s.recv_seq;
-        m.va = s.wr.remote_va;
-        m.rkey = s.wr.rkey;
-        m.imm = s.wr.imm;
+        // (Its message fields go into m only when its headers are built whole, below.)
         // The source is copied in after the headers (below), looked up by lkey for every
         // packet, retransmissions included: once its region is deregistered nothing
         // more is read from it.
@@ -218,7 +214,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     m.offset = r.offset;
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
-    if (r.kind == rec_kind::request && c.sq[r.slot].wr.solicited && wire::info(b.op).consumes_recv) {
+    if (sp != nullptr && sp->wr.solicited && wire::info(b.op).consumes_recv) {
         b.flags |= wire::bth_flag::solicited;
     }
     // Ask for an ACK now when this packet fills the path's or the connection's window:
@@ -233,16 +229,43 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         b.flags |= wire::bth_flag::ack_req;
     }
     p.ack_req_next = false;
-    const size_t hdr = wire::build_data_headers(f.buf, b, m, r.len);
-    if (hdr == 0) {
-        return false;
+    size_t hdr = 0;
+    tx_header_cache& th = tx_hdr;
+    constexpr size_t k_th = sizeof(th.bytes);
+    if (sp != nullptr && th.conn == c.id && th.msn == sp->msn && th.peer_conn == c.peer_conn &&
+        f.buf.size() >= std::max(k_th, th.len + r.len)) {
+        std::memcpy(f.buf.data(), th.bytes, k_th); // bytes past th.len are overwritten or unsent
+        wire::patch_data_header(f.buf.data(), b, r.offset);
+        hdr = th.len;
+    } else {
+        if (sp != nullptr) {
+            const send_slot& s = *sp;
+            m.stream = s.wr.stream;
+            m.msn = s.msn;
+            m.ssn = s.ssn;
+            m.recv_seq = s.recv_seq;
+            m.va = s.wr.remote_va;
+            m.rkey = s.wr.rkey;
+            m.imm = s.wr.imm;
+        }
+        hdr = wire::build_data_headers(f.buf, b, m, r.len);
+        if (hdr == 0) {
+            return false;
+        }
+        if (sp != nullptr && f.buf.size() >= k_th) {
+            std::memcpy(th.bytes, f.buf.data(), k_th);
+            th.conn = c.id;
+            th.msn = sp->msn;
+            th.peer_conn = c.peer_conn;
+            th.len = hdr;
+        }
     }
     // Zero copy when the driver asks: the payload stays in its region, described by
     // reference (it is read again from there for every retransmission).
     f.payload_refs = 0;
     f.payload_len = 0;
-    if (r.kind == rec_kind::request) {
-        send_slot& s = c.sq[r.slot];
+    if (sp != nullptr) {
+        send_slot& s = *sp;
         bool by_ref = false;
         mr_check mc = mr_check::ok;
         // An orphan copy may be freed before a port has sent a frame pointing into it.

@@ -188,7 +188,8 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             o = nak(wire::nak_reason::invalid_request);
         } else {
             const uint32_t slot_i = p.msn % c.rslots.size();
-            const recv_slot& cur = c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
+            recv_slot* rsp = &c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
+            const recv_slot& cur = *rsp;
             stream_state& ss = c.streams[p.stream];
             bool opened = false;
             if (cur.in_use && cur.msn != p.msn) {
@@ -243,11 +244,12 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
                     n.in_use = true;
-                    c.rslots[slot_i] = n;
+                    rsp = &c.rslots[slot_i]; // its chunk may be new
+                    *rsp = n;
                     opened = true;
                 }
             }
-            recv_slot& rs = c.rslots[slot_i];
+            recv_slot& rs = *rsp;
             // A message that is already complete (a peer repeating a packet under a new
             // PSN) takes nothing more: linking it twice would make the pending list a cycle.
             const uint32_t n_pkts = packets_in(rs.msg_len, c.mtu);
