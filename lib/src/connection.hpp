@@ -325,6 +325,7 @@ struct recv_slot {
     uint32_t msg_len = 0;
     coverage got;
     uint32_t imm = 0;
+    uint32_t pkts = 1;                // packets_in(msg_len, mtu), set when opened
     uint64_t va = 0;                  // WRITE/READ: checked under rkey for every packet
     uint32_t rkey = 0;
     uint8_t tail[8] = {};             // last bytes of a WRITE, placed at commit

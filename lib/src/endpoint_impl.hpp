@@ -226,6 +226,7 @@ struct endpoint::impl {
     void on_data(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
     bool produce_nak(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool build_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
     void push_shares() noexcept;
