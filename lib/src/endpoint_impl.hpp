@@ -210,10 +210,11 @@ struct endpoint::impl {
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
+    // `slot`: the request's send slot when the caller has it (new data), else looked up.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
-                           bool retx) noexcept;
+                           bool retx, detail::send_slot* slot = nullptr) noexcept;
     bool send_new(connection& c, uint32_t path, detail::rec_kind kind, uint16_t slot, uint32_t msn,
-                  uint32_t offset, uint16_t len, uint64_t now, tx_frame& f) noexcept;
+                  uint32_t offset, uint16_t len, uint64_t now, tx_frame& f, detail::send_slot* sp = nullptr) noexcept;
 
     // responder.cpp
     struct place_outcome {

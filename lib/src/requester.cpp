@@ -171,17 +171,17 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 }
 
 __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
-                                       tx_frame& f, bool retx) noexcept
+                                       tx_frame& f, bool retx, send_slot* known) noexcept
 {
     path_tx& p = c.ptx[path];
     pkt_record& r = retx ? c.rec(p, psn) : c.next_rec(p);
     wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), p.plane, now);
     b.psn = psn;
-    wire::msg_fields m;
     const uint8_t* src = nullptr;
     uint32_t msg_len = 0;
     // The request's slot, looked up once (a chunk directory walk) for the whole build.
-    send_slot* const sp = r.kind == rec_kind::request ? &c.sq[r.slot] : nullptr;
+    send_slot* const sp = r.kind != rec_kind::request ? nullptr : known != nullptr ? known : &c.sq[r.slot];
+    const read_job* jp = nullptr;
     if (sp != nullptr) {
         const send_slot& s = *sp;
         if (!s.in_use || s.msn != r.msn) {
@@ -199,8 +199,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             return false;
         }
         msg_len = j.len;
-        m.stream = j.stream;
-        m.msn = j.msn;
+        jp = &j;
         uint8_t* from = nullptr;
         const mr_check mc = mrs.check_remote(j.rkey, j.va + r.offset, r.len, access::remote_read, &from);
         if (mc != mr_check::ok) {
@@ -210,8 +209,6 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         }
         src = from;
     }
-    m.msg_len = msg_len;
-    m.offset = r.offset;
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
     if (sp != nullptr && sp->wr.solicited && wire::info(b.op).consumes_recv) {
@@ -238,7 +235,13 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         wire::patch_data_header(f.buf.data(), b, r.offset);
         hdr = th.len;
     } else {
-        if (sp != nullptr) {
+        wire::msg_fields m; // only here: its zeroing is not free
+        m.msg_len = msg_len;
+        m.offset = r.offset;
+        if (jp != nullptr) {
+            m.stream = jp->stream;
+            m.msn = jp->msn;
+        } else {
             const send_slot& s = *sp;
             m.stream = s.wr.stream;
             m.msn = s.msn;
@@ -389,7 +392,7 @@ bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
 __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
-                              tx_frame& f) noexcept
+                              tx_frame& f, send_slot* sp) noexcept
 {
     path_tx& p = c.ptx[path];
     const uint32_t psn = p.next_psn;
@@ -401,7 +404,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& 
     r.msn = msn;
     r.offset = offset;
     r.len = len;
-    if (!build_from_record(c, path, psn, now, f, false)) {
+    if (!build_from_record(c, path, psn, now, f, false, sp)) {
         if (fresh) {
             records.give(p.fl->tail); // a path holds no chunk before it sends into it
             p.fl->dir[p.dir_slot(psn)] = p.fl->tail = record_pool::k_nil;
@@ -474,7 +477,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connectio
                              ? uint16_t(0)
                              : uint16_t(std::min<uint32_t>(c.mtu, s.wr.local.length - s.next_offset));
         if (!send_new(c, uint32_t(path), rec_kind::request, uint16_t(si), s.msn, s.next_offset, len,
-                      now, f)) {
+                      now, f, &s)) {
             return false;
         }
         s.next_offset += len;
