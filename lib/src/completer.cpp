@@ -486,28 +486,18 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     }
     send_log& log = c.sent_order;
     uint64_t wait = 0;
-    uint32_t h = log.head;
-    uint16_t chunk = log.head_chunk;
-    for (; h != log.tail; ++h) {
-        if (h % k_log_chunk == 0 && h != log.head) {
-            chunk = logs.aux(chunk); // the next chunk of the chain
-        }
-        const sent_entry e = logs.base()[size_t(chunk) * k_log_chunk + h % k_log_chunk];
-        const uint32_t path = e.path();
-        path_tx& p = c.ptx[path];
-        if (seq_lt(e.psn, p.una)) {
-            continue; // acknowledged: its record may have gone back to the pool
-        }
+    // True: the walk stops at this entry (it cannot be judged yet).
+    auto judge = [&](const sent_entry& e, path_tx& p) {
         pkt_record& r = c.rec(p, e.psn);
         // Transmit numbers are unique on a path: a match is this very transmission.
         // Settled, resent since, or held: not this entry's business. Nor is a path that
         // lost k_rack_strikes packets in a row without delivering anything: random loss
         // rarely does that, a dead route always does, and its RTO judges the route.
         if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || p.rack_strikes >= k_rack_strikes) {
-            continue;
+            return false;
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
-            break; // nothing delivered left after it; a later ACK looks again
+            return true; // nothing delivered left after it; a later ACK looks again
         }
         if (wait == 0) {
             const uint64_t step = std::max<uint64_t>(c.min_rtt_ns / 4, 1);
@@ -527,8 +517,9 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
             set_rack(c, now + (due - age));
-            break;
+            return true;
         }
+        const uint32_t path = e.path();
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
         // Random loss, not a dead route: the resend gets a full RTO to be answered.
@@ -540,6 +531,30 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         if (++c.reo_clean >= 16) {
             c.reo_clean = 0;
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
+        }
+        return false;
+    };
+    // A chunk at a time: most entries were acknowledged (their path's una passed them),
+    // and each of those costs a load and a compare.
+    path_tx* const paths = c.ptx.data();
+    uint32_t h = log.head;
+    uint16_t chunk = log.head_chunk;
+    bool stop = false;
+    while (h != log.tail && !stop) {
+        if (h % k_log_chunk == 0 && h != log.head) {
+            chunk = logs.aux(chunk); // the next chunk of the chain
+        }
+        const sent_entry* e = logs.base() + size_t(chunk) * k_log_chunk + h % k_log_chunk;
+        const sent_entry* const end = e + std::min(k_log_chunk - h % k_log_chunk, log.tail - h);
+        for (; e != end; ++e, ++h) {
+            path_tx& p = paths[e->path()];
+            if (seq_lt(e->psn, p.una)) {
+                continue; // acknowledged: its record may have gone back to the pool
+            }
+            if (judge(*e, p)) {
+                stop = true;
+                break;
+            }
         }
     }
     log.pop_to(logs, h);
