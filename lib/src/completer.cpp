@@ -74,24 +74,28 @@ void endpoint::impl::on_read_resp_landed(connection& c, send_slot& s) noexcept
     }
 }
 
-void endpoint::impl::credit(connection& c, pkt_record& r) noexcept
+// n packets of one message (kind, slot, msn) were acknowledged: an in-order run is
+// credited once, not once per packet.
+void endpoint::impl::credit(connection& c, rec_kind kind, uint16_t slot, uint32_t msn, uint32_t n) noexcept
 {
-    if (r.kind == rec_kind::request) {
-        send_slot& s = c.sq[r.slot];
-        if (!s.in_use || s.msn != r.msn || s.done) {
+    if (kind == rec_kind::request) {
+        send_slot& s = c.sq[slot];
+        if (!s.in_use || s.msn != msn || s.done) {
             return;
         }
-        if (++s.pkts_acked == s.pkts_total && (s.op != wire::opcode::read_req || s.resp_complete)) {
+        // Each packet is credited once (only outstanding records are), so the count
+        // reaches pkts_total exactly when the message's last packet is in the run.
+        if ((s.pkts_acked += n) == s.pkts_total && (s.op != wire::opcode::read_req || s.resp_complete)) {
             s.done = true;
             try_complete(c, s.wr.stream);
         }
         return;
     }
-    read_job& j = c.jobs[r.slot];
-    if (!j.in_use || j.msn != r.msn || j.done) {
+    read_job& j = c.jobs[slot];
+    if (!j.in_use || j.msn != msn || j.done) {
         return;
     }
-    if (++j.pkts_acked == j.pkts_total) {
+    if ((j.pkts_acked += n) == j.pkts_total) {
         j.done = true;
         on_job_done(c);
     }
@@ -156,13 +160,32 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             --c.inflight;
             ++newly;
             rack_delivered(c, r, echo, now);
-            credit(c, r);
+            credit(c, r.kind, r.slot, r.msn, 1);
         }
     };
+    // The cumulative run: its records are credited per message, and of its first
+    // transmissions only the last one sent (the newest: a path sends its PSNs in order)
+    // can move RACK's clock, so only it is handed to rack_delivered (resends each are).
+    run_credit run;
+    const pkt_record* newest_fresh = nullptr;
     for_records(c, p, p.una, cum, [&](uint32_t, pkt_record& r) {
-        settle(r);
+        if (outstanding(r.state)) {
+            ++newly;
+            if (r.retx > 0) {
+                rack_delivered(c, r, echo, now);
+            } else {
+                newest_fresh = &r;
+            }
+            run.add(*this, c, r);
+        }
         r.state = rec_state::free;
     });
+    p.fl->inflight -= newly;
+    c.inflight -= newly;
+    if (newest_fresh != nullptr) {
+        rack_delivered(c, *newest_fresh, echo, now);
+    }
+    run.flush(*this, c);
     advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
     uint32_t highest = p.fl->highest_sacked_xmit;
@@ -235,6 +258,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (newly == 0) {
         cc.on_hint(c.cc, hint, c.min_rtt_ns, c.mtu); // a pushed share (spec 6.4)
+        refresh_windows(c);
     }
     if (newly > 0) {
         path_progress(c, p, now);
@@ -255,7 +279,18 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.rate_hint_mbps = hint;
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
+        // The windows change only at a round's end or in slow start: their integer
+        // forms are redone then, not on every ACK.
+        const double path_w = p.cc.cwnd;
+        const double conn_w = c.cc.cwnd;
+        const double hint_w = c.cc.hint_cwnd;
         cc.on_ack(p.cc, c.cc, s);
+        if (p.cc.cwnd != path_w) {
+            p.win_room = window_room(p.cc.cwnd);
+        }
+        if (c.cc.cwnd != conn_w || c.cc.hint_cwnd != hint_w) {
+            refresh_windows(c);
+        }
         rearm_path_timers(c, p, now);
     }
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
@@ -301,15 +336,17 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
         return false;
     }
     uint32_t newly = 0;
+    run_credit run;
     for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
         if (outstanding(r.state)) {
-            --q.fl->inflight;
-            --c.inflight;
             ++newly;
-            credit(c, r); // not RACK's clock: when it arrived is unknown, only that it did
+            run.add(*this, c, r); // not RACK's clock: when it arrived is unknown, only that it did
         }
         r.state = rec_state::free;
     });
+    q.fl->inflight -= newly;
+    c.inflight -= newly;
+    run.flush(*this, c);
     advance_una(c, q, to);
     if (newly == 0) {
         return false;
@@ -449,28 +486,18 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     }
     send_log& log = c.sent_order;
     uint64_t wait = 0;
-    uint32_t h = log.head;
-    uint16_t chunk = log.head_chunk;
-    for (; h != log.tail; ++h) {
-        if (h % k_log_chunk == 0 && h != log.head) {
-            chunk = logs.aux(chunk); // the next chunk of the chain
-        }
-        const sent_entry e = logs.base()[size_t(chunk) * k_log_chunk + h % k_log_chunk];
-        const uint32_t path = e.path();
-        path_tx& p = c.ptx[path];
-        if (seq_lt(e.psn, p.una)) {
-            continue; // acknowledged: its record may have gone back to the pool
-        }
+    // True: the walk stops at this entry (it cannot be judged yet).
+    auto judge = [&](const sent_entry& e, path_tx& p) {
         pkt_record& r = c.rec(p, e.psn);
         // Transmit numbers are unique on a path: a match is this very transmission.
         // Settled, resent since, or held: not this entry's business. Nor is a path that
         // lost k_rack_strikes packets in a row without delivering anything: random loss
         // rarely does that, a dead route always does, and its RTO judges the route.
         if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || p.rack_strikes >= k_rack_strikes) {
-            continue;
+            return false;
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
-            break; // nothing delivered left after it; a later ACK looks again
+            return true; // nothing delivered left after it; a later ACK looks again
         }
         if (wait == 0) {
             const uint64_t step = std::max<uint64_t>(c.min_rtt_ns / 4, 1);
@@ -490,8 +517,9 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
             set_rack(c, now + (due - age));
-            break;
+            return true;
         }
+        const uint32_t path = e.path();
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
         // Random loss, not a dead route: the resend gets a full RTO to be answered.
@@ -503,6 +531,30 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         if (++c.reo_clean >= 16) {
             c.reo_clean = 0;
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
+        }
+        return false;
+    };
+    // A chunk at a time: most entries were acknowledged (their path's una passed them),
+    // and each of those costs a load and a compare.
+    path_tx* const paths = c.ptx.data();
+    uint32_t h = log.head;
+    uint16_t chunk = log.head_chunk;
+    bool stop = false;
+    while (h != log.tail && !stop) {
+        if (h % k_log_chunk == 0 && h != log.head) {
+            chunk = logs.aux(chunk); // the next chunk of the chain
+        }
+        const sent_entry* e = logs.base() + size_t(chunk) * k_log_chunk + h % k_log_chunk;
+        const sent_entry* const end = e + std::min(k_log_chunk - h % k_log_chunk, log.tail - h);
+        for (; e != end; ++e, ++h) {
+            path_tx& p = paths[e->path()];
+            if (seq_lt(e->psn, p.una)) {
+                continue; // acknowledged: its record may have gone back to the pool
+            }
+            if (judge(*e, p)) {
+                stop = true;
+                break;
+            }
         }
     }
     log.pop_to(logs, h);
@@ -581,6 +633,7 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         requeue_in_flight(c, i);
         if (p.timeouts + 1 > loss_slack(c, i)) {
             cc.on_timeout(p.cc, c.cc, now); // not when the connection's loss explains it
+            refresh_windows(c, p);
         }
         if (!path_timeout(c, i, now)) {
             return; // the connection failed

@@ -106,6 +106,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->naks = fixed_ring<nak_entry>(64);
     c->recs = records.base();
     cc.init(c->cc);
+    refresh_windows(*c);
     connection* raw = c.get();
     conns[idx] = std::move(c);
     return raw;
@@ -128,6 +129,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         p.udp_sport = path_entropy(c, i, 0);
         p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
         cc.init(p.cc);
+        refresh_windows(c, p);
         path_rx& r = c.prx[i];
         r.expected = peer_isn;
         r.sack = sacks.sentinel();

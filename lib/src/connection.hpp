@@ -132,7 +132,7 @@ struct path_flight {
 static_assert(sizeof(path_flight) == 48);
 using flight_pool = chunk_pool<path_flight, 1>;
 
-// Ordered by size (no padding): 172 bytes; the in-flight part is in `fl`.
+// 184 bytes; the in-flight part is in `fl`.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
@@ -147,6 +147,7 @@ struct path_tx {
     uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
     uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint32_t epoch = 0;               // bumps on every reroute
+    uint32_t win_room = 1;            // window_room(cc.cwnd), by refresh_windows
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
     uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()
@@ -324,6 +325,7 @@ struct recv_slot {
     uint32_t msg_len = 0;
     coverage got;
     uint32_t imm = 0;
+    uint32_t pkts = 1;                // packets_in(msg_len, mtu), set when opened
     uint64_t va = 0;                  // WRITE/READ: checked under rkey for every packet
     uint32_t rkey = 0;
     uint8_t tail[8] = {};             // last bytes of a WRITE, placed at commit
@@ -413,6 +415,7 @@ struct connection {
     uint16_t streams_n = 0;
     uint16_t max_msgs = 0;            // peer-agreed window of outstanding messages
     uint8_t planes = 1;
+    uint32_t win_room = 1;            // window_room(effective_cwnd(cc)), by refresh_windows
 
     std::vector<path_tx> ptx;
     pkt_record* recs = nullptr;       // the endpoint's record pool (chunk i at i * 16)
@@ -555,6 +558,18 @@ inline void refresh_deadlines(connection& c) noexcept
 {
     const uint64_t d = std::min(std::min(c.ctrl_deadline, c.ack_deadline), std::min(c.rnr_deadline, c.keepalive_next));
     c.conn_deadline = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
+}
+
+// After every call into the congestion controller: the windows' integer forms.
+inline void refresh_windows(connection& c, path_tx& p) noexcept
+{
+    p.win_room = window_room(p.cc.cwnd);
+    c.win_room = window_room(effective_cwnd(c.cc));
+}
+
+inline void refresh_windows(connection& c) noexcept
+{
+    c.win_room = window_room(effective_cwnd(c.cc));
 }
 
 // The next message to packetize (produce_new).

@@ -354,34 +354,6 @@ size_t endpoint::poll_events(std::span<conn_event> out)
 }
 
 
-// One ACK or NAK from the ack ring. Queued behind a round of this node's own data
-// packets, ACKs would make the peers' RTTs swing with our send load, and their tail
-// probes and RTOs fire with nothing lost (issue 12).
-bool endpoint::impl::produce_ack_first(uint64_t now, tx_frame& f) noexcept
-{
-    while (!ack_ready.empty()) {
-        const uint32_t idx = ack_ready.front();
-        ack_ready.pop();
-        connection* c = conns[idx].get();
-        if (c == nullptr) {
-            continue;
-        }
-        c->in_ack_ready = false;
-        if (c->state == conn_state::connecting || c->state == conn_state::closed) {
-            continue;
-        }
-        if ((!c->naks.empty() && produce_nak(*c, now, f)) || (!c->ack_queue.empty() && produce_ack(*c, now, f))) {
-            if (!c->naks.empty() || !c->ack_queue.empty()) {
-                c->in_ack_ready = ack_ready.push(idx);
-            }
-            ++stats.tx_packets;
-            stats.tx_bytes += f.len;
-            return true;
-        }
-    }
-    return false;
-}
-
 uint64_t endpoint::next_timer() const noexcept
 {
     const uint64_t t = impl_->timers.empty() ? k_no_deadline : impl_->timers.front().deadline;

@@ -98,6 +98,15 @@ struct endpoint::impl {
     detail::fixed_ring<conn_event> events;
     std::vector<uint32_t> cq_waiters;
     std::vector<timer_entry> timers;                // min-heap
+    // The headers of the request packet built last (build_from_record): the next packet
+    // of the same message copies them and rewrites the per-packet fields only.
+    struct tx_header_cache {
+        conn_id conn = k_no_conn;
+        uint32_t msn = 0;
+        uint32_t peer_conn = 0;
+        size_t len = 0;
+        uint8_t bytes[wire::k_max_data_header] = {};
+    } tx_hdr;
     std::vector<plane_health> plane_tab;
     uint64_t plane_probe_deadline = k_no_deadline;
     uint32_t probe_cursor = 0;
@@ -201,10 +210,11 @@ struct endpoint::impl {
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
+    // `slot`: the request's send slot when the caller has it (new data), else looked up.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
-                           bool retx) noexcept;
+                           bool retx, detail::send_slot* slot = nullptr) noexcept;
     bool send_new(connection& c, uint32_t path, detail::rec_kind kind, uint16_t slot, uint32_t msn,
-                  uint32_t offset, uint16_t len, uint64_t now, tx_frame& f) noexcept;
+                  uint32_t offset, uint16_t len, uint64_t now, tx_frame& f, detail::send_slot* sp = nullptr) noexcept;
 
     // responder.cpp
     struct place_outcome {
@@ -217,6 +227,7 @@ struct endpoint::impl {
     void on_data(connection& c, const rx_meta& m, const wire::packet_view& p, uint64_t now) noexcept;
     bool produce_nak(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool build_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
     void push_shares() noexcept;
@@ -241,7 +252,31 @@ struct endpoint::impl {
     void on_nak(connection& c, const wire::packet_view& p, uint64_t now) noexcept;
     void path_timeouts(connection& c, uint64_t now) noexcept;
     void rnr_timer(connection& c, uint64_t now) noexcept;
-    void credit(connection& c, detail::pkt_record& r) noexcept;
+    void credit(connection& c, detail::rec_kind kind, uint16_t slot, uint32_t msn, uint32_t n) noexcept;
+    // Acknowledged records in order, credited a message at a time (on_ack, settle_also).
+    struct run_credit {
+        detail::rec_kind kind{};
+        uint16_t slot = 0;
+        uint32_t msn = 0;
+        uint32_t n = 0;
+        void add(impl& e, connection& c, const detail::pkt_record& r) noexcept
+        {
+            if (n != 0 && (r.msn != msn || r.slot != slot || r.kind != kind)) {
+                flush(e, c);
+            }
+            kind = r.kind;
+            slot = r.slot;
+            msn = r.msn;
+            ++n;
+        }
+        void flush(impl& e, connection& c) noexcept
+        {
+            if (n != 0) {
+                e.credit(c, kind, slot, msn, n);
+                n = 0;
+            }
+        }
+    };
     void try_complete(connection& c, uint16_t stream) noexcept;
     void on_read_resp_landed(connection& c, detail::send_slot& s) noexcept;
     bool land_read_resp(connection& c, const wire::packet_view& p) noexcept;

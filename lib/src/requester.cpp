@@ -116,7 +116,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // Returns -1 when nothing may be sent now.
 inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 {
-    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
+    if (c.inflight >= c.win_room) {
         return -1;
     }
     if (c.cc.rate_hint_mbps != 0 && now < c.pace_next) {
@@ -130,7 +130,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         c.tlp_paths.pop();
         path_tx& p = c.ptx[i];
         p.tlp_new = false;
-        if (p.state != path_state::failed && double(p.fl->inflight) < std::max(1.0, p.cc.cwnd) &&
+        if (p.state != path_state::failed && p.fl->inflight < p.win_room &&
             uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(p)) {
             p.ack_req_next = true;
             return int(i);
@@ -145,7 +145,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         if (p.state == path_state::congested && now >= p.congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed || double(p.fl->inflight) >= std::max(1.0, p.cc.cwnd) ||
+        if (p.state == path_state::failed || p.fl->inflight >= p.win_room ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
@@ -171,29 +171,25 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 }
 
 __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
-                                       tx_frame& f, bool retx) noexcept
+                                       tx_frame& f, bool retx, send_slot* known) noexcept
 {
     path_tx& p = c.ptx[path];
     pkt_record& r = retx ? c.rec(p, psn) : c.next_rec(p);
     wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), p.plane, now);
     b.psn = psn;
-    wire::msg_fields m;
     const uint8_t* src = nullptr;
     uint32_t msg_len = 0;
-    if (r.kind == rec_kind::request) {
-        const send_slot& s = c.sq[r.slot];
+    // The request's slot, looked up once (a chunk directory walk) for the whole build.
+    send_slot* const sp = r.kind != rec_kind::request ? nullptr : known != nullptr ? known : &c.sq[r.slot];
+    const read_job* jp = nullptr;
+    if (sp != nullptr) {
+        const send_slot& s = *sp;
         if (!s.in_use || s.msn != r.msn) {
             return false;
         }
         b.op = s.op;
         msg_len = s.wr.local.length;
-        m.stream = s.wr.stream;
-        m.msn = s.msn;
-        m.ssn = s.ssn;
-        m.recv_seq = s.recv_seq;
-        m.va = s.wr.remote_va;
-        m.rkey = s.wr.rkey;
-        m.imm = s.wr.imm;
+        // (Its message fields go into m only when its headers are built whole, below.)
         // The source is copied in after the headers (below), looked up by lkey for every
         // packet, retransmissions included: once its region is deregistered nothing
         // more is read from it.
@@ -203,8 +199,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             return false;
         }
         msg_len = j.len;
-        m.stream = j.stream;
-        m.msn = j.msn;
+        jp = &j;
         uint8_t* from = nullptr;
         const mr_check mc = mrs.check_remote(j.rkey, j.va + r.offset, r.len, access::remote_read, &from);
         if (mc != mr_check::ok) {
@@ -214,11 +209,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         }
         src = from;
     }
-    m.msg_len = msg_len;
-    m.offset = r.offset;
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
-    if (r.kind == rec_kind::request && c.sq[r.slot].wr.solicited && wire::info(b.op).consumes_recv) {
+    if (sp != nullptr && sp->wr.solicited && wire::info(b.op).consumes_recv) {
         b.flags |= wire::bth_flag::solicited;
     }
     // Ask for an ACK now when this packet fills the path's or the connection's window:
@@ -226,24 +219,56 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     // Also when the connection has fewer packets out than paths and this path none:
     // round robin puts at most one packet on each, so no later packet of the path can
     // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
-    const bool fills = double(p.fl->inflight) + 1 >= p.cc.cwnd ||
-                       double(c.inflight) + 1 >= effective_cwnd(c.cc) ||
+    const bool fills = p.fl->inflight + 1 >= p.win_room || c.inflight + 1 >= c.win_room ||
                        (p.fl->inflight == 0 && c.inflight + 1 < c.paths);
     r.ack_req = last || fills || retx || p.ack_req_next;
     if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
     }
     p.ack_req_next = false;
-    const size_t hdr = wire::build_data_headers(f.buf, b, m, r.len);
-    if (hdr == 0) {
-        return false;
+    size_t hdr = 0;
+    tx_header_cache& th = tx_hdr;
+    constexpr size_t k_th = sizeof(th.bytes);
+    if (sp != nullptr && th.conn == c.id && th.msn == sp->msn && th.peer_conn == c.peer_conn &&
+        f.buf.size() >= std::max(k_th, th.len + r.len)) {
+        std::memcpy(f.buf.data(), th.bytes, k_th); // bytes past th.len are overwritten or unsent
+        wire::patch_data_header(f.buf.data(), b, r.offset);
+        hdr = th.len;
+    } else {
+        wire::msg_fields m; // only here: its zeroing is not free
+        m.msg_len = msg_len;
+        m.offset = r.offset;
+        if (jp != nullptr) {
+            m.stream = jp->stream;
+            m.msn = jp->msn;
+        } else {
+            const send_slot& s = *sp;
+            m.stream = s.wr.stream;
+            m.msn = s.msn;
+            m.ssn = s.ssn;
+            m.recv_seq = s.recv_seq;
+            m.va = s.wr.remote_va;
+            m.rkey = s.wr.rkey;
+            m.imm = s.wr.imm;
+        }
+        hdr = wire::build_data_headers(f.buf, b, m, r.len);
+        if (hdr == 0) {
+            return false;
+        }
+        if (sp != nullptr && f.buf.size() >= k_th) {
+            std::memcpy(th.bytes, f.buf.data(), k_th);
+            th.conn = c.id;
+            th.msn = sp->msn;
+            th.peer_conn = c.peer_conn;
+            th.len = hdr;
+        }
     }
     // Zero copy when the driver asks: the payload stays in its region, described by
     // reference (it is read again from there for every retransmission).
     f.payload_refs = 0;
     f.payload_len = 0;
-    if (r.kind == rec_kind::request) {
-        send_slot& s = c.sq[r.slot];
+    if (sp != nullptr) {
+        send_slot& s = *sp;
         bool by_ref = false;
         mr_check mc = mr_check::ok;
         // An orphan copy may be freed before a port has sent a frame pointing into it.
@@ -349,7 +374,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 // New data could go out now (what produce_new and produce_read_resp would send first).
 bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 {
-    if (double(c.inflight) >= std::max(1.0, effective_cwnd(c.cc))) {
+    if (c.inflight >= c.win_room) {
         return false;
     }
     if (c.job_tx < c.job_count) {
@@ -367,7 +392,7 @@ bool endpoint::impl::new_data_ready(const connection& c) const noexcept
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
 __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
-                              tx_frame& f) noexcept
+                              tx_frame& f, send_slot* sp) noexcept
 {
     path_tx& p = c.ptx[path];
     const uint32_t psn = p.next_psn;
@@ -379,7 +404,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& 
     r.msn = msn;
     r.offset = offset;
     r.len = len;
-    if (!build_from_record(c, path, psn, now, f, false)) {
+    if (!build_from_record(c, path, psn, now, f, false, sp)) {
         if (fresh) {
             records.give(p.fl->tail); // a path holds no chunk before it sends into it
             p.fl->dir[p.dir_slot(psn)] = p.fl->tail = record_pool::k_nil;
@@ -452,7 +477,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connectio
                              ? uint16_t(0)
                              : uint16_t(std::min<uint32_t>(c.mtu, s.wr.local.length - s.next_offset));
         if (!send_new(c, uint32_t(path), rec_kind::request, uint16_t(si), s.msn, s.next_offset, len,
-                      now, f)) {
+                      now, f, &s)) {
             return false;
         }
         s.next_offset += len;
@@ -506,7 +531,8 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
     }
     // ACKs and NAKs before anyone's data (spec 5.4), but at most k_ack_burst in a row
     // while data waits: a peer that makes us ACK every packet must not silence our data.
-    if (e.acks_in_row < impl::k_ack_burst && e.produce_ack_first(now, f)) {
+    // (The queue is looked at here first: most calls, a sender's, find it empty.)
+    if (e.acks_in_row < impl::k_ack_burst && !e.ack_ready.empty() && e.produce_ack_first(now, f)) {
         ++e.acks_in_row;
         return true;
     }
@@ -535,7 +561,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
             return true;
         }
     }
-    if (e.produce_ack_first(now, f)) { // no data to send: the ACKs are not held back
+    if (!e.ack_ready.empty() && e.produce_ack_first(now, f)) { // no data to send: the ACKs are not held back
         ++e.acks_in_row;
         return true;
     }

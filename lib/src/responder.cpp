@@ -188,7 +188,8 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             o = nak(wire::nak_reason::invalid_request);
         } else {
             const uint32_t slot_i = p.msn % c.rslots.size();
-            const recv_slot& cur = c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
+            recv_slot* rsp = &c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
+            const recv_slot& cur = *rsp;
             stream_state& ss = c.streams[p.stream];
             bool opened = false;
             if (cur.in_use && cur.msn != p.msn) {
@@ -242,15 +243,17 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                 if (o.v == verdict::accepted) {
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
+                    n.pkts = packets_in(p.msg_len, c.mtu);
                     n.in_use = true;
-                    c.rslots[slot_i] = n;
+                    rsp = &c.rslots[slot_i]; // its chunk may be new
+                    *rsp = n;
                     opened = true;
                 }
             }
-            recv_slot& rs = c.rslots[slot_i];
+            recv_slot& rs = *rsp;
             // A message that is already complete (a peer repeating a packet under a new
             // PSN) takes nothing more: linking it twice would make the pending list a cycle.
-            const uint32_t n_pkts = packets_in(rs.msg_len, c.mtu);
+            const uint32_t n_pkts = rs.pkts;
             const bool was_complete = !opened && (rs.op == wire::opcode::read_req || rs.got.seen >= n_pkts);
             if (o.v == verdict::accepted && !was_complete) {
                 if (const place_outcome pl = place(c, rs, ss, p); !pl.ok) {
@@ -555,6 +558,12 @@ bool endpoint::impl::produce_nak(connection& c, uint64_t now, tx_frame& f) noexc
 
 bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept
 {
+    return build_ack(c, now, f);
+}
+
+// produce_ack's body, inline here: produce_ack_first (below) takes most ACKs out.
+__attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection& c, uint64_t now, tx_frame& f) noexcept
+{
     if (c.ack_queue.empty()) {
         return false;
     }
@@ -589,6 +598,34 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;
     return f.len > 0;
+}
+
+// One ACK or NAK from the ack ring (here, beside produce_ack, so it is inlined). Queued
+// behind a round of this node's own data packets, ACKs would make the peers' RTTs swing
+// with our send load, and their tail probes and RTOs fire with nothing lost (issue 12).
+bool endpoint::impl::produce_ack_first(uint64_t now, tx_frame& f) noexcept
+{
+    while (!ack_ready.empty()) {
+        const uint32_t idx = ack_ready.front();
+        ack_ready.pop();
+        connection* c = conns[idx].get();
+        if (c == nullptr) {
+            continue;
+        }
+        c->in_ack_ready = false;
+        if (c->state == conn_state::connecting || c->state == conn_state::closed) {
+            continue;
+        }
+        if ((!c->naks.empty() && produce_nak(*c, now, f)) || (!c->ack_queue.empty() && build_ack(*c, now, f))) {
+            if (!c->naks.empty() || !c->ack_queue.empty()) {
+                c->in_ack_ready = ack_ready.push(idx);
+            }
+            ++stats.tx_packets;
+            stats.tx_bytes += f.len;
+            return true;
+        }
+    }
+    return false;
 }
 
 // Every packet in: parsed, matched to its connection and handed to its handler. Here,

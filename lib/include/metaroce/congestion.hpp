@@ -55,6 +55,22 @@ inline double effective_cwnd(const conn_cc_state& c) noexcept
     return c.hint_cwnd > 0 && c.hint_cwnd < c.cwnd ? c.hint_cwnd : c.cwnd;
 }
 
+// A window w as the integer the per-packet checks use, kept beside the double
+// (window_room after each change) so sending compares integers: for n packets in
+// flight, double(n) >= max(1, w) iff n >= room, and double(n) + 1 >= w iff n + 1 >= room
+// (room is ceil(max(1, w)); for w <= 1 both sides of the second are true).
+inline uint32_t window_room(double w) noexcept
+{
+    if (w >= 4294967295.0) {
+        return UINT32_MAX;
+    }
+    if (w <= 1) {
+        return 1;
+    }
+    const auto room = uint32_t(w);
+    return room + (double(room) < w ? 1 : 0); // ceil without libm
+}
+
 class congestion_control {
 public:
     virtual ~congestion_control() = default;

@@ -303,6 +303,22 @@ inline size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, co
     return hdr;
 }
 
+// A data packet's headers are the same for every packet of its message but for these
+// fields: a sender copies a previous packet's headers (k_max_data_header bytes, a fixed
+// size the compiler copies in a few moves) and rewrites only them.
+inline constexpr size_t k_max_data_header = sizeof(bth) + sizeof(msg_header) + sizeof(reth) + sizeof(imm_header);
+
+inline void patch_data_header(uint8_t* p, const bth_fields& b, uint32_t offset) noexcept
+{
+    using detail::put;
+    put(p, offsetof(bth, flags), be16_t::from_host(b.flags));
+    put(p, offsetof(bth, psn), be32_t::from_host(b.psn));
+    put(p, offsetof(bth, path), b.path);
+    put(p, offsetof(bth, plane), b.plane);
+    put(p, offsetof(bth, tx_ts), be32_t::from_host(b.tx_ts));
+    put(p + sizeof(bth), offsetof(msg_header, offset), be32_t::from_host(offset));
+}
+
 // Inline: one per ACK, and the ACK header is built on the caller's stack just before.
 inline size_t build_ack(std::span<uint8_t> out, const bth_fields& b, const ack_header& a) noexcept
 {
