@@ -60,7 +60,7 @@ TEST_CASE("an idle connection holds no message slots and no send log", "[state]"
 {
     const size_t idle64 = idle_bytes(64);
     const size_t idle16 = idle_bytes(16);
-    INFO("idle 64 paths " << idle64 << " B, 16 paths " << idle16 << " B");
+    WARN("idle 64 paths " << idle64 << " B, 16 paths " << idle16 << " B");
     // Before the pools (111,720 B and 97,720 B): 256 send slots of 144 B, 256 receive slots
     // of 72 B, a 4096-entry send log of 8 B, 64 READ jobs of 40 B, and per path a 48 B
     // in-flight block and a 32 B SACK bitmap, whatever the connection carried.
