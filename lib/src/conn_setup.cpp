@@ -103,7 +103,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
     c->jobs.reset(job_slots.base(), job_slots.sentinel(), std::max<uint16_t>(t.max_reads, 1));
-    c->naks = fixed_ring<nak_entry>(64);
+    c->naks = fixed_ring<nak_entry>(k_nak_ring);
     c->recs = records.base();
     c->fls = flights.base();
     cc.init(c->cc);

@@ -403,6 +403,11 @@ struct read_job {
     uint32_t pkts_acked = 0;
 };
 
+// NAKs wait here for the next poll, which sends them ahead of data: a ring of a few
+// covers a burst of refused packets; past it a NAK is dropped (nak_drops) and the
+// packet's resend brings another, as when a NAK is lost on the wire.
+inline constexpr uint32_t k_nak_ring = 16;
+
 struct nak_entry {
     uint8_t path = 0;
     uint32_t psn = 0;

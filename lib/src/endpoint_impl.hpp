@@ -388,6 +388,9 @@ inline void endpoint::impl::park(connection& c, detail::path_tx& p) noexcept
 {
     if (p.blk != flights.sentinel() && settled(c, p)) {
         drop_block(c, p);
+        if (!pool_waiters.empty()) {
+            wake_pool_waiters(); // a path starved of a block (record_pool_waits) may send now
+        }
     }
 }
 
