@@ -263,10 +263,17 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
         on_also_cum(c, pk.path, a.also_cum.host());
     }
-    // Blocks of settled paths go back: this one's, or every path's once nothing is out.
-    if (c.inflight == 0) {
-        park_all(c);
-    } else {
+    // A settled path's block goes back when the connection has no new data for it; while
+    // it has, the path keeps it for its next packet (a busy connection's paths settle and
+    // send again every few packets), unless the pool runs low. Once the connection has
+    // nothing out and nothing to send, every settled path's goes.
+    if (!new_data_ready(c)) {
+        if (c.inflight == 0) {
+            park_all(c);
+        } else {
+            park(c, p);
+        }
+    } else if (flights.free_chunks() < flights.capacity() / 4) {
         park(c, p);
     }
     mark_ready(c);

@@ -292,8 +292,8 @@ inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::pat
         f.rto_ns = std::clamp<uint64_t>(f.srtt_ns != 0 ? uint64_t(f.srtt_ns) + 4 * uint64_t(f.rttvar_ns)
                                                        : 3 * first_rtt(c, t.initial_rtt_ns),
                                         t.min_rto_ns, t.max_rto_ns);
-        cc.init(f.cc);
-        f.cc.cwnd = double(p.cwnd_q) / 128;
+        f.cc.cwnd = double(p.cwnd_q) / 128; // the rest of the round state starts afresh
+
         f.cc.alpha = double(p.alpha_q) / 65535;
     }
     detail::path_flight& f = c.fl(p);
