@@ -156,7 +156,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     uint32_t newly = 0;
     auto settle = [&](pkt_record& r) {
         if (outstanding(r.state)) {
-            --p.fl->inflight;
+            --c.fl(p).inflight;
             --c.inflight;
             ++newly;
             rack_delivered(c, r, echo, now);
@@ -180,7 +180,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         }
         r.state = rec_state::free;
     });
-    p.fl->inflight -= newly;
+    c.fl(p).inflight -= newly;
     c.inflight -= newly;
     if (newest_fresh != nullptr) {
         rack_delivered(c, *newest_fresh, echo, now);
@@ -188,7 +188,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     run.flush(*this, c);
     advance_una(c, p, cum);
     const uint32_t span = p.next_psn - cum;
-    uint32_t highest = p.fl->highest_sacked_xmit;
+    uint32_t highest = c.fl(p).highest_sacked_xmit;
     for (uint32_t i = 1; i < span && i < wire::k_sack_bits; ++i) {
         if (a.sack[i / 8] == 0) {
             i |= 7; // nothing in this byte (the usual case: no holes, an all-zero bitmap)
@@ -205,8 +205,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         }
     }
     // A path delivers in order, so anything sent before a packet that arrived is lost.
-    if (seq_gt(highest, p.fl->highest_sacked_xmit)) {
-        p.fl->highest_sacked_xmit = highest;
+    if (seq_gt(highest, c.fl(p).highest_sacked_xmit)) {
+        c.fl(p).highest_sacked_xmit = highest;
         for_records(c, p, cum, p.next_psn, [&](uint32_t psn, pkt_record& r) {
             if (r.state == rec_state::in_flight && seq_lt(r.xmit_no, highest)) {
                 queue_retx(c, pk.path, psn);
@@ -218,18 +218,18 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     const bool sampled = newly > 0 && sample < (1u << 31);
     if (sampled) {
         const transport_config& t = cfg.transport;
-        p.min_rtt_ns = p.min_rtt_ns == 0 ? sample : std::min<uint64_t>(p.min_rtt_ns, sample);
+        c.fl(p).min_rtt_ns = c.fl(p).min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.fl(p).min_rtt_ns, sample);
         c.min_rtt_ns = c.min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.min_rtt_ns, sample);
         c.srtt_ns = c.srtt_ns == 0 ? sample : (7 * c.srtt_ns + sample) / 8;
-        if (p.srtt_ns == 0) {
-            p.srtt_ns = sample;
-            p.rttvar_ns = sample / 2;
+        if (c.fl(p).srtt_ns == 0) {
+            c.fl(p).srtt_ns = sample;
+            c.fl(p).rttvar_ns = sample / 2;
         } else {
-            const uint64_t err = p.srtt_ns > sample ? p.srtt_ns - sample : sample - p.srtt_ns;
-            p.rttvar_ns = uint32_t((3 * uint64_t(p.rttvar_ns) + err) / 4); // 64-bit sums: no overflow
-            p.srtt_ns = uint32_t((7 * uint64_t(p.srtt_ns) + sample) / 8);
+            const uint64_t err = c.fl(p).srtt_ns > sample ? c.fl(p).srtt_ns - sample : sample - c.fl(p).srtt_ns;
+            c.fl(p).rttvar_ns = uint32_t((3 * uint64_t(c.fl(p).rttvar_ns) + err) / 4); // 64-bit sums: no overflow
+            c.fl(p).srtt_ns = uint32_t((7 * uint64_t(c.fl(p).srtt_ns) + sample) / 8);
         }
-        p.rto_ns = std::clamp<uint64_t>(uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns), t.min_rto_ns, t.max_rto_ns);
+        c.fl(p).rto_ns = std::clamp<uint64_t>(uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     if (newly > 0 && cfg.transport.rack) {
         rack_detect(c, now);
@@ -241,8 +241,10 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     // A peer cannot mark more packets than it received (that would pin alpha and the
     // window at their minimum).
     const uint16_t ce = std::min(a.ce_pkts.host(), rx);
-    p.acked_rx += rx;
-    p.acked_ce += ce;
+    if (p.blk != flights.sentinel()) { // a settled path's ACK (a repeat) counts nowhere
+        c.fl(p).acked_rx += rx;
+        c.fl(p).acked_ce += ce;
+    }
     uint32_t hint = a.rate_hint_mbps.host();
     if (hint != 0 && hint < cfg.transport.cc.min_rate_hint_mbps) {
         hint = cfg.transport.cc.min_rate_hint_mbps; // spec 6.5: a floor
@@ -266,7 +268,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         // trimmed by the controller, is what steers new packets to the other paths.
         if (rx > 0 && 2u * ce > rx) {
             p.state = path_state::congested;
-            p.congested_until = now + (p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns);
+            c.fl(p).congested_until = now + (c.fl(p).srtt_ns != 0 ? c.fl(p).srtt_ns : cfg.transport.initial_rtt_ns);
         }
         ack_sample s;
         s.now_ns = now;
@@ -274,19 +276,20 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.rx_pkts = rx;
         s.ce_pkts = ce;
         s.rtt_ns = sampled ? sample : 0;
-        s.path_min_rtt_ns = p.min_rtt_ns;
-        s.srtt_ns = p.srtt_ns != 0 ? p.srtt_ns : cfg.transport.initial_rtt_ns;
+        s.path_min_rtt_ns = c.fl(p).min_rtt_ns;
+        s.srtt_ns = c.fl(p).srtt_ns != 0 ? c.fl(p).srtt_ns : cfg.transport.initial_rtt_ns;
         s.rate_hint_mbps = hint;
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
         // The windows change only at a round's end or in slow start: their integer
         // forms are redone then, not on every ACK.
-        const double path_w = p.cc.cwnd;
+        path_flight& fb = c.fl(p);
+        const double path_w = fb.cc.cwnd;
         const double conn_w = c.cc.cwnd;
         const double hint_w = c.cc.hint_cwnd;
-        cc.on_ack(p.cc, c.cc, s);
-        if (p.cc.cwnd != path_w) {
-            p.win_room = window_room(p.cc.cwnd);
+        cc.on_ack(fb.cc, c.cc, s);
+        if (fb.cc.cwnd != path_w) {
+            fb.win_room = window_room(fb.cc.cwnd);
         }
         if (c.cc.cwnd != conn_w || c.cc.hint_cwnd != hint_w) {
             refresh_windows(c);
@@ -296,16 +299,29 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {
         on_also_cum(c, pk.path, a.also_cum.host());
     }
+    // A settled path's block goes back when the connection has no new data for it; while
+    // it has, the path keeps it for its next packet (a busy connection's paths settle and
+    // send again every few packets), unless the pool runs low. Once the connection has
+    // nothing out and nothing to send, every settled path's goes.
+    if (!new_data_ready(c)) {
+        if (c.inflight == 0) {
+            park_all(c);
+        } else {
+            park(c, p);
+        }
+    } else if (flights.free_chunks() < flights.capacity() / 4) {
+        park(c, p);
+    }
     mark_ready(c);
 }
 
 // After progress on a path: its RTO and tail probe run from now while packets remain out.
 void endpoint::impl::rearm_path_timers(connection& c, path_tx& p, uint64_t now) noexcept
 {
-    const bool out = p.fl->inflight > 0;
+    const bool out = c.fl(p).inflight > 0;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-    set_rto(c, p, out ? now + p.rto_ns + queue : k_no_deadline);
-    set_tlp(c, p, out ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
+    set_rto(c, p, out ? now + c.fl(p).rto_ns + queue : k_no_deadline);
+    set_tlp(c, p, out ? now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
                       : k_no_deadline);
 }
 
@@ -321,8 +337,8 @@ void endpoint::impl::on_also_cum(connection& c, uint8_t own_path, uint32_t also_
     }
     path_tx& q = c.ptx[qi];
     const uint32_t to = q.una + ((also_cum - q.una) & wire::k_also_psn_mask);
-    if (seq_gt(to, q.una) && !seq_gt(to, q.next_psn) && seq_gt(to, q.also_cum)) {
-        q.also_cum = to;
+    if (seq_gt(to, q.una) && !seq_gt(to, q.next_psn) && seq_gt(to, c.fl(q).also_cum)) {
+        c.fl(q).also_cum = to;
     }
 }
 
@@ -331,7 +347,7 @@ void endpoint::impl::on_also_cum(connection& c, uint8_t own_path, uint32_t also_
 bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexcept
 {
     path_tx& q = c.ptx[qi];
-    const uint32_t to = q.also_cum;
+    const uint32_t to = c.fl(q).also_cum;
     if (!seq_gt(to, q.una) || seq_gt(to, q.next_psn)) {
         return false;
     }
@@ -344,7 +360,7 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
         }
         r.state = rec_state::free;
     });
-    q.fl->inflight -= newly;
+    c.fl(q).inflight -= newly;
     c.inflight -= newly;
     run.flush(*this, c);
     advance_una(c, q, to);
@@ -493,7 +509,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         // Settled, resent since, or held: not this entry's business. Nor is a path that
         // lost k_rack_strikes packets in a row without delivering anything: random loss
         // rarely does that, a dead route always does, and its RTO judges the route.
-        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || p.rack_strikes >= k_rack_strikes) {
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || c.fl(p).rack_strikes >= k_rack_strikes) {
             return false;
         }
         if (int32_t(r.sent_ts - c.rack_sent) >= 0) {
@@ -510,7 +526,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         // senders queue together (spec 5.6), and under a hint a packet may wait one gap
         // behind the other senders' (spec 5.6). The ACK may also wait at the receiver
         // unless the packet asked for one at once.
-        const uint64_t own = (p.srtt_ns != 0 ? uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns)
+        const uint64_t own = (c.fl(p).srtt_ns != 0 ? uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns)
                                              : first_rtt(c, cfg.transport.initial_rtt_ns)) +
                              hint_queue_ns(c, cfg.frame_overhead_bytes);
         const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
@@ -523,9 +539,9 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
         // Random loss, not a dead route: the resend gets a full RTO to be answered.
-        if (++p.rack_strikes < k_rack_strikes && p.rto_deadline != k_no_deadline &&
-            p.rto_deadline < now + p.rto_ns) {
-            set_rto(c, p, now + p.rto_ns);
+        if (++c.fl(p).rack_strikes < k_rack_strikes && c.fl(p).rto_deadline != k_no_deadline &&
+            c.fl(p).rto_deadline < now + c.fl(p).rto_ns) {
+            set_rto(c, p, now + c.fl(p).rto_ns);
         }
         // The window shrinks back a step after every 16 losses without a spurious resend.
         if (++c.reo_clean >= 16) {
@@ -584,10 +600,10 @@ void endpoint::impl::tail_probe(connection& c, uint32_t i, uint64_t now, bool al
     }
     // The probe's answer needs a round trip: the RTO must not fire first
     // (a lost tail is chance under random loss, not a dead route).
-    const uint64_t answer = now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+    const uint64_t answer = now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns),
                                                 cfg.transport.ack_delay_ns,
                                                 hint_queue_ns(c, cfg.frame_overhead_bytes));
-    if (p.rto_deadline != k_no_deadline && p.rto_deadline < answer) {
+    if (c.fl(p).rto_deadline != k_no_deadline && c.fl(p).rto_deadline < answer) {
         set_rto(c, p, answer);
     }
 }
@@ -601,16 +617,16 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
     }
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         path_tx& p = c.ptx[i];
-        if (p.tlp_deadline <= now || p.rto_deadline <= now) {
+        if (c.fl(p).tlp_deadline <= now || c.fl(p).rto_deadline <= now) {
             settle_also(c, i, now); // a lost ACK: what it acknowledged is not resent
         }
-        if (p.tlp_deadline <= now) {
+        if (c.fl(p).tlp_deadline <= now) {
             // Tail-loss probe (spec 5.6): the path went quiet with packets out and no
             // later packet can reveal a gap; act well before the RTO.
-            p.tlp_deadline = k_no_deadline;
+            c.fl(p).tlp_deadline = k_no_deadline;
             tail_probe(c, i, now, true);
         }
-        if (p.rto_deadline > now) {
+        if (c.fl(p).rto_deadline > now) {
             continue;
         }
         if (p.state == path_state::failed) {
@@ -627,18 +643,19 @@ void endpoint::impl::path_timeouts(connection& c, uint64_t now) noexcept
         if (!on_wire) {
             // Nothing to time out: what is outstanding is held for RNR (or already
             // queued for resending); the resend re-arms the RTO.
-            p.rto_deadline = k_no_deadline;
+            c.fl(p).rto_deadline = k_no_deadline;
             continue;
         }
         requeue_in_flight(c, i);
-        if (p.timeouts + 1 > loss_slack(c, i)) {
-            cc.on_timeout(p.cc, c.cc, now); // not when the connection's loss explains it
+        if (c.fl(p).timeouts + 1 > loss_slack(c, i)) {
+            cc.on_timeout(c.fl(p).cc, c.cc, now); // not when the connection's loss explains it
             refresh_windows(c, p);
         }
         if (!path_timeout(c, i, now)) {
             return; // the connection failed
         }
     }
+    park_all(c); // a path whose timer had nothing left to do is settled now
     mark_ready(c);
 }
 

@@ -103,8 +103,9 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     // many streams (one per Verbs QP) pays for the ones that receive.
     c->streams.resize(c->streams_n);
     c->jobs.reset(job_slots.base(), job_slots.sentinel(), std::max<uint16_t>(t.max_reads, 1));
-    c->naks = fixed_ring<nak_entry>(64);
+    c->naks = fixed_ring<nak_entry>(k_nak_ring);
     c->recs = records.base();
+    c->fls = flights.base();
     cc.init(c->cc);
     refresh_windows(*c);
     connection* raw = c.get();
@@ -120,16 +121,17 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.prx.resize(c.paths);
     for (uint32_t i = 0; i < c.paths; ++i) {
         path_tx& p = c.ptx[i];
-        p.fl = nil_flight();
+        p.blk = flights.sentinel();
         p.next_psn = c.isn;
         p.una = c.isn;
-        p.also_cum = c.isn;
         p.home_plane = uint8_t(i % c.planes);
         p.plane = pick_plane(c, p.home_plane, false);
         p.udp_sport = path_entropy(c, i, 0);
-        p.rto_ns = std::clamp<uint64_t>(3 * first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
-        cc.init(p.cc);
-        refresh_windows(c, p);
+        // The first block starts from these (claim_next; its RTO from first_rtt then).
+        path_cc_state pc;
+        cc.init(pc);
+        p.cwnd_q = uint16_t(std::clamp(pc.cwnd, 0.0, 256.0) * 128 + 0.5);
+        p.alpha_q = uint16_t(std::clamp(pc.alpha, 0.0, 1.0) * 65535 + 0.5);
         path_rx& r = c.prx[i];
         r.expected = peer_isn;
         r.sack = sacks.sentinel();
@@ -505,8 +507,10 @@ void endpoint::impl::flush(connection& c) noexcept
     // Nothing is in flight any more: every path timer stops (a tail-loss probe left
     // armed here would fire for ever in a state that never clears it).
     for (path_tx& p : c.ptx) {
-        p.rto_deadline = k_no_deadline;
-        p.tlp_deadline = k_no_deadline;
+        if (p.blk != flights.sentinel()) {
+            c.fl(p).rto_deadline = k_no_deadline;
+            c.fl(p).tlp_deadline = k_no_deadline;
+        }
         p.in_retx_list = false;
     }
     c.retx_paths.clear();

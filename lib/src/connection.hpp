@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -109,11 +110,14 @@ struct send_log {
     }
 };
 
-// What a path needs only while it has packets outstanding (una != next_psn): 48 bytes
-// drawn from an endpoint pool (record_chunks of them, one per chunk a busy path holds at
-// least) when an idle path sends, returned when una catches up with next_psn. An idle
-// path points at the pool's sentinel block: no records, no chunks, nothing in flight.
-// Nothing may write to the sentinel; every write below happens with a record outstanding.
+// A path in two parts (issue 12): `path_tx`, 32 bytes, always present, and this block,
+// drawn from an endpoint pool while the path is busy and returned once it is settled
+// (settled(): nothing outstanding, no timer armed, in good health, nothing queued for
+// it). Busy, everything here is exact; settled, the path keeps a 16-bit summary of its
+// RTT estimates and window in path_tx (pack16), from which its next block starts. A
+// settled path points at the pool's sentinel block, whose defaults read as nothing in
+// flight, no deadline armed, no timeouts: readers need no branch. Nothing may write to
+// the sentinel; every write below happens with the block held.
 struct path_flight {
     uint32_t inflight = 0;            // records in_flight, lost or rnr_hold
     uint32_t highest_sacked_xmit = 0; // set to the path's xmit_counter when taken
@@ -128,15 +132,7 @@ struct path_flight {
         record_pool::k_nil};
     uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
     uint8_t dir_head = 0;             // directory slot of una's chunk
-};
-static_assert(sizeof(path_flight) == 48);
-using flight_pool = chunk_pool<path_flight, 1>;
-
-// 184 bytes; the in-flight part is in `fl`.
-struct path_tx {
-    uint32_t next_psn = 0;
-    uint32_t una = 0;
-    uint32_t xmit_counter = 0;
+    uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     uint32_t also_cum = 0;            // highest cum another path's ACK repeated (spec 3.6)
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
@@ -146,42 +142,80 @@ struct path_tx {
     uint32_t rttvar_ns = 0;
     uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
     uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
-    uint32_t epoch = 0;               // bumps on every reroute
-    uint32_t win_room = 1;            // window_room(cc.cwnd), by refresh_windows
+    uint32_t win_room = 1;            // window_room(cc.cwnd), by refresh_windows (sentinel: 1)
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
     uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()
     uint64_t silent_since = 0;        // time of the first stall of the current streak
     uint64_t congested_until = 0;
     path_cc_state cc;
+    // Counts of this busy spell; folded into the connection's (settled_counts) on return.
     uint64_t tx_packets = 0;
     uint64_t retransmits = 0;
     uint64_t acked_ce = 0;
     uint64_t acked_rx = 0;
-    path_flight* fl = nullptr;        // the pool's sentinel while idle (set by init_paths)
+};
+using flight_pool = chunk_pool<path_flight, 1>;
+
+// 16-bit summary of a 32-bit quantity: 11 significant bits and a 5-bit shift, rounded
+// (relative error below 1/4096). Values below 2048 are exact.
+inline uint16_t pack16(uint32_t v) noexcept
+{
+    if (v < 2048) {
+        return uint16_t(v);
+    }
+    uint32_t s = uint32_t(std::bit_width(v)) - 11;
+    uint64_t m = (uint64_t(v) + (1ull << (s - 1))) >> s;
+    if (m == 2048) {
+        m = 1024;
+        ++s;
+    }
+    return uint16_t((s << 11) | uint32_t(m));
+}
+
+inline uint32_t unpack16(uint16_t q) noexcept
+{
+    return uint32_t(q & 2047u) << (q >> 11);
+}
+
+// Always present: 32 bytes (with the receive half's 24, 56 per path); the rest of a
+// busy path is its block, c.fl(p).
+struct path_tx {
+    uint32_t next_psn = 0;
+    uint32_t una = 0;
+    uint32_t xmit_counter = 0;
+    uint16_t blk = 0;                 // its block in the endpoint's flight pool, or the sentinel
     uint16_t udp_sport = 0;
+    // Settled: what the next block starts from (pack16; a window in 1/128 packets,
+    // alpha in 1/65535). Read only when the block is taken.
+    uint16_t srtt_q = 0;
+    uint16_t rttvar_q = 0;
+    uint16_t min_rtt_q = 0;
+    uint16_t cwnd_q = 0;
+    uint16_t alpha_q = 0;
     uint8_t plane = 0;
     uint8_t home_plane = 0;           // where the path lives while that plane is usable
     path_state state = path_state::good;
-    bool probe_pending = false;       // a PROBE for this path is waiting to go out
-    bool in_retx_list = false;
-    bool tlp_new = false;             // a tail probe asked for the next new packet here
-    bool ack_req_next = false;        // that packet asks for an ACK at once
-    uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
-
-    // The directory slot of psn, which must lie in [una, una + k_path_window].
-    uint32_t dir_slot(uint32_t psn) const noexcept
-    {
-        const uint32_t s = fl->dir_head + (((psn >> k_chunk_shift) - (una >> k_chunk_shift)) & k_chunk_no_mask);
-        return s >= k_dir_slots ? s - k_dir_slots : s;
-    }
+    uint8_t epoch = 0;                // bumps on every reroute (route entropy; wraps)
+    bool probe_pending : 1 = false;   // a PROBE for this path is waiting to go out
+    bool in_retx_list : 1 = false;
+    bool tlp_new : 1 = false;         // a tail probe asked for the next new packet here
+    bool ack_req_next : 1 = false;    // that packet asks for an ACK at once
 };
+static_assert(sizeof(path_tx) == 32);
 static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");
+
+// The directory slot of psn on path p, which must lie in [una, una + k_path_window].
+inline uint32_t dir_slot(const path_flight& f, const path_tx& p, uint32_t psn) noexcept
+{
+    const uint32_t s = f.dir_head + (((psn >> k_chunk_shift) - (p.una >> k_chunk_shift)) & k_chunk_no_mask);
+    return s >= k_dir_slots ? s - k_dir_slots : s;
+}
 
 // Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
 // plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
 // than the RTO itself (which allows that queueing too).
-inline uint64_t probe_timeout(const path_tx& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns,
+inline uint64_t probe_timeout(const path_flight& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns,
                               uint64_t queue_ns = 0) noexcept
 {
     const uint64_t rtt = p.srtt_ns != 0 ? p.srtt_ns : initial_rtt_ns;
@@ -371,6 +405,11 @@ struct read_job {
     uint32_t pkts_acked = 0;
 };
 
+// NAKs wait here for the next poll, which sends them ahead of data: a ring of a few
+// covers a burst of refused packets; past it a NAK is dropped (nak_drops) and the
+// packet's resend brings another, as when a NAK is lost on the wire.
+inline constexpr uint32_t k_nak_ring = 16;
+
 struct nak_entry {
     uint8_t path = 0;
     uint32_t psn = 0;
@@ -419,6 +458,10 @@ struct connection {
 
     std::vector<path_tx> ptx;
     pkt_record* recs = nullptr;       // the endpoint's record pool (chunk i at i * 16)
+    path_flight* fls = nullptr;       // the endpoint's flight pool (block i at fls[i])
+    // Counts of the paths' busy spells past (path_flight's, added when a block goes back).
+    uint64_t settled_tx = 0;
+    uint64_t settled_retx = 0;
     std::vector<path_rx> prx;
     conn_cc_state cc;
     uint64_t min_rtt_ns = 0;          // smallest RTT sample of any path
@@ -507,15 +550,19 @@ struct connection {
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
 
+    // Path p's block: the pool's sentinel (read only) while the path is settled.
+    path_flight& fl(const path_tx& p) noexcept { return fls[p.blk]; }
+    const path_flight& fl(const path_tx& p) const noexcept { return fls[p.blk]; }
     // The record of psn on path p, sent and not yet below p.una.
     pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
     {
-        return recs[size_t(p.fl->dir[p.dir_slot(psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
+        const path_flight& f = fl(p);
+        return recs[size_t(f.dir[dir_slot(f, p, psn)]) * k_chunk_records + (psn & (k_chunk_records - 1))];
     }
     // The record of p.next_psn, whose chunk claim_next took.
     pkt_record& next_rec(const path_tx& p) noexcept
     {
-        return recs[size_t(p.fl->tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
+        return recs[size_t(fl(p).tail) * k_chunk_records + (p.next_psn & (k_chunk_records - 1))];
     }
 };
 
@@ -560,10 +607,12 @@ inline void refresh_deadlines(connection& c) noexcept
     c.conn_deadline = std::min(d, std::min(c.pace_wait ? c.pace_next : k_no_deadline, c.linger_deadline));
 }
 
-// After every call into the congestion controller: the windows' integer forms.
+// After every call into the congestion controller: the windows' integer forms (p's
+// block must be held: the sentinel is never written).
 inline void refresh_windows(connection& c, path_tx& p) noexcept
 {
-    p.win_room = window_room(p.cc.cwnd);
+    path_flight& f = c.fl(p);
+    f.win_room = window_room(f.cc.cwnd);
     c.win_room = window_room(effective_cwnd(c.cc));
 }
 
@@ -584,13 +633,13 @@ inline void advance_tx(connection& c) noexcept
 // lower bound of them all.
 inline void set_rto(connection& c, path_tx& p, uint64_t deadline) noexcept
 {
-    p.rto_deadline = deadline;
+    c.fl(p).rto_deadline = deadline;
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 
 inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
 {
-    p.tlp_deadline = deadline;
+    c.fl(p).tlp_deadline = deadline;
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
 }
 
@@ -606,11 +655,12 @@ inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
 {
     path_tx& p = c.ptx[path];
     c.rec(p, psn).state = rec_state::lost;
+    path_flight& f = c.fl(p);
     if (!p.in_retx_list) {
-        p.retx_from = psn;
+        f.retx_from = psn;
         p.in_retx_list = c.retx_paths.push(uint16_t(path));
-    } else if (seq_lt(psn, p.retx_from)) {
-        p.retx_from = psn;
+    } else if (seq_lt(psn, f.retx_from)) {
+        f.retx_from = psn;
     }
 }
 

@@ -39,7 +39,6 @@ endpoint::impl::impl(const endpoint_config& c)
     timers.reserve(conns.size() * 4);
     pool_waiters.reserve(conns.size());
     job_waiters.reserve(conns.size());
-    nil_fl = flights.base() + flights.sentinel();
     plane_tab.resize(std::max<uint8_t>(c.transport.planes, 1));
     cookie_key[0] = random64();
     cookie_key[1] = random64();
@@ -82,9 +81,9 @@ void endpoint::impl::push_event(conn_event::kind k, const connection& c) noexcep
 void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) noexcept
 {
     bool gave = false;
-    uint32_t h = p.fl->dir_head;
+    uint32_t h = c.fl(p).dir_head;
     for (uint32_t i = 0; i < passed && i < k_dir_slots; ++i) {
-        uint16_t& d = p.fl->dir[h];
+        uint16_t& d = c.fl(p).dir[h];
         if (d != record_pool::k_nil) {
             records.give(d);
             d = record_pool::k_nil;
@@ -92,7 +91,7 @@ void endpoint::impl::return_chunks(connection& c, path_tx& p, uint32_t passed) n
         }
         h = h + 1 == k_dir_slots ? 0 : h + 1;
     }
-    p.fl->dir_head = uint8_t(passed < k_dir_slots ? h : (p.fl->dir_head + passed) % k_dir_slots);
+    c.fl(p).dir_head = uint8_t(passed < k_dir_slots ? h : (c.fl(p).dir_head + passed) % k_dir_slots);
     if (gave && !pool_waiters.empty()) {
         wake_pool_waiters();
     }
@@ -103,16 +102,16 @@ void endpoint::impl::release_records(connection& c) noexcept
 {
     bool gave = false;
     for (path_tx& p : c.ptx) {
-        if (p.fl == nil_flight()) {
-            continue; // idle: holds nothing
+        if (p.blk == flights.sentinel()) {
+            continue; // settled: holds nothing
         }
-        for (uint16_t& d : p.fl->dir) {
+        for (uint16_t& d : c.fl(p).dir) {
             if (d != record_pool::k_nil) {
                 records.give(d);
                 gave = true;
             }
         }
-        drop_flight(p);
+        drop_block(c, p);
     }
     if (c.pool_waiting) {
         c.pool_waiting = false;
@@ -251,7 +250,7 @@ void endpoint::impl::conn_timer(connection& c, uint64_t now) noexcept
     // The timer fired: tighten the bound to the path deadlines still set.
     c.path_deadline_lb = k_no_deadline;
     for (const path_tx& p : c.ptx) {
-        c.path_deadline_lb = std::min({c.path_deadline_lb, p.rto_deadline, p.tlp_deadline});
+        c.path_deadline_lb = std::min({c.path_deadline_lb, c.fl(p).rto_deadline, c.fl(p).tlp_deadline});
     }
     c.path_deadline_lb = std::min(c.path_deadline_lb, c.rack_deadline);
     recompute_timer(c, now);
@@ -448,15 +447,15 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
-size_t state_bytes(const connection& c, const path_flight* nil_fl, uint16_t sack_nil, uint16_t send_nil, uint16_t recv_nil,
+size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uint16_t send_nil, uint16_t recv_nil,
                    uint16_t job_nil) noexcept
 {
     size_t chunks = 0;
     size_t busy = 0;
     for (const path_tx& p : c.ptx) {
-        chunks += size_t(std::count_if(std::begin(p.fl->dir), std::end(p.fl->dir),
+        chunks += size_t(std::count_if(std::begin(c.fl(p).dir), std::end(c.fl(p).dir),
                                        [](uint16_t d) { return d != record_pool::k_nil; }));
-        busy += p.fl != nil_fl;
+        busy += p.blk != blk_nil;
     }
     size_t bytes = sizeof(connection) + chunks * k_chunk_records * sizeof(pkt_record) + busy * sizeof(path_flight);
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
@@ -499,7 +498,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c, impl_->nil_flight(), impl_->sacks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
+    ci.state_bytes = state_bytes(*c, impl_->flights.sentinel(), impl_->sacks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
                                  impl_->job_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
@@ -509,18 +508,21 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         pi.udp_sport = p.udp_sport;
         pi.state = p.state;
         pi.home_plane = p.home_plane;
-        pi.cwnd = p.cc.cwnd;
-        pi.inflight = p.fl->inflight;
+        // A settled path shows its summary (and no counts: they went to the connection's).
+        const path_flight& f = c->fl(p);
+        const bool parked = p.blk == impl_->flights.sentinel();
+        pi.cwnd = parked ? double(p.cwnd_q) / 128 : f.cc.cwnd;
+        pi.inflight = f.inflight;
         pi.next_psn = p.next_psn;
         pi.una = p.una;
         pi.rx_expected = i < c->prx.size() ? c->prx[i].expected : 0;
-        pi.srtt_ns = p.srtt_ns;
-        pi.rto_ns = p.rto_ns;
-        pi.timeouts = p.timeouts;
-        pi.tx_packets = p.tx_packets;
-        pi.retransmits = p.retransmits;
-        pi.acked_ce = p.acked_ce;
-        pi.acked_rx = p.acked_rx;
+        pi.srtt_ns = parked ? unpack16(p.srtt_q) : f.srtt_ns;
+        pi.rto_ns = parked ? 0 : f.rto_ns;
+        pi.timeouts = f.timeouts;
+        pi.tx_packets = f.tx_packets;
+        pi.retransmits = f.retransmits;
+        pi.acked_ce = f.acked_ce;
+        pi.acked_rx = f.acked_rx;
         ci.path.push_back(pi);
     }
     return ci;

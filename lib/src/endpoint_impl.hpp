@@ -126,14 +126,16 @@ struct endpoint::impl {
     void heard_from_peer(connection& c, uint64_t now) noexcept;
     void resume_cq_waiters() noexcept;
     // Record chunks (endpoint.cpp): see record_pool.hpp and path_tx::dir.
-    bool has_record_room(const detail::path_tx& p) const noexcept;
+    bool has_record_room(const connection& c, const detail::path_tx& p) const noexcept;
     detail::pkt_record& claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept;
     void advance_una(connection& c, detail::path_tx& p, uint32_t to) noexcept;
     void return_chunks(connection& c, detail::path_tx& p, uint32_t passed) noexcept;
     void release_records(connection& c) noexcept;
-    detail::path_flight* nil_fl = nullptr;         // flights' sentinel, looked up once
-    detail::path_flight* nil_flight() const noexcept { return nil_fl; }
-    void drop_flight(detail::path_tx& p) noexcept;
+    // Path blocks (path_flight): taken by claim_next, given back by park() once settled.
+    bool settled(const connection& c, const detail::path_tx& p) const noexcept;
+    void park(connection& c, detail::path_tx& p) noexcept;
+    void park_all(connection& c) noexcept;
+    void drop_block(connection& c, detail::path_tx& p) noexcept;
     void wait_for_records(connection& c) noexcept;
     void wake_pool_waiters() noexcept;
     // Message slot chunks (endpoint.cpp): slot i of a table is usable once claimed; the
@@ -301,24 +303,39 @@ inline void endpoint::impl::mark_ready(connection& c) noexcept
 }
 
 // True when path p may send its next PSN: its chunk is held or one can be taken.
-inline bool endpoint::impl::has_record_room(const detail::path_tx& p) const noexcept
+inline bool endpoint::impl::has_record_room(const connection& c, const detail::path_tx& p) const noexcept
 {
-    return p.fl->tail != detail::record_pool::k_nil || (!records.empty() && (p.fl != nil_flight() || !flights.empty()));
+    return c.fl(p).tail != detail::record_pool::k_nil ||
+           (!records.empty() && (p.blk != flights.sentinel() || !flights.empty()));
 }
 
 // The record of p.next_psn, its chunk taken now if not held yet (fresh).
 // has_record_room() said there is one.
 inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::path_tx& p, bool& fresh) noexcept
 {
-    fresh = p.fl->tail == detail::record_pool::k_nil;
-    if (p.fl == nil_flight()) {
-        // An idle path sends: it takes its in-flight block (has_record_room saw one free).
-        p.fl = flights.base() + flights.take();
-        p.fl->highest_sacked_xmit = p.xmit_counter; // nothing sent after this was SACKed
+    if (p.blk == flights.sentinel()) {
+        // A settled path sends: it takes its block (has_record_room saw one free) and
+        // starts it from the summary it kept.
+        p.blk = flights.take();
+        detail::path_flight& f = c.fl(p);
+        f.highest_sacked_xmit = p.xmit_counter; // nothing sent after this was SACKed
+        f.retx_from = f.also_cum = p.una;
+        f.srtt_ns = detail::unpack16(p.srtt_q);
+        f.rttvar_ns = detail::unpack16(p.rttvar_q);
+        f.min_rtt_ns = detail::unpack16(p.min_rtt_q);
+        const transport_config& t = cfg.transport;
+        f.rto_ns = std::clamp<uint64_t>(f.srtt_ns != 0 ? uint64_t(f.srtt_ns) + 4 * uint64_t(f.rttvar_ns)
+                                                       : 3 * first_rtt(c, t.initial_rtt_ns),
+                                        t.min_rto_ns, t.max_rto_ns);
+        f.cc.cwnd = double(p.cwnd_q) / 128; // the rest of the round state starts afresh
+        f.cc.alpha = double(p.alpha_q) / 65535;
+        f.win_room = window_room(f.cc.cwnd);
     }
+    detail::path_flight& f = c.fl(p);
+    fresh = f.tail == detail::record_pool::k_nil;
     if (fresh) {
-        p.fl->tail = records.take();
-        p.fl->dir[p.dir_slot(p.next_psn)] = p.fl->tail;
+        f.tail = records.take();
+        f.dir[detail::dir_slot(f, p, p.next_psn)] = f.tail;
     }
     return c.next_rec(p);
 }
@@ -332,16 +349,13 @@ inline void endpoint::impl::advance_una(connection& c, detail::path_tx& p, uint3
     if (passed != 0) {
         return_chunks(c, p, passed); // once per 16 packets
     }
-    uint16_t& d = p.fl->dir[p.fl->dir_head];
+    uint16_t& d = c.fl(p).dir[c.fl(p).dir_head];
     if (to == p.next_psn && d != detail::record_pool::k_nil) {
         records.give(d); // an idle path holds nothing
-        d = p.fl->tail = detail::record_pool::k_nil;
+        d = c.fl(p).tail = detail::record_pool::k_nil;
         if (!pool_waiters.empty()) {
             wake_pool_waiters();
         }
-    }
-    if (to == p.next_psn) {
-        drop_flight(p); // nothing outstanding: the path keeps no in-flight state
     }
 }
 
@@ -393,12 +407,50 @@ inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e)
     }
 }
 
-// Gives p's in-flight block back (it must hold no chunk and nothing in flight).
-inline void endpoint::impl::drop_flight(detail::path_tx& p) noexcept
+// Settled: nothing outstanding, no timer armed, no timeouts, RACK strikes or resends
+// pending, not failed or suspect (their probes and RTOs run on the block), nothing queued
+// for it. A congested path may settle: the state only shows (pick_path clears it).
+inline bool endpoint::impl::settled(const connection& c, const detail::path_tx& p) const noexcept
 {
-    if (p.fl != nil_flight()) {
-        flights.give(uint16_t(p.fl - flights.base()));
-        p.fl = nil_flight();
+    const detail::path_flight& f = c.fl(p);
+    return p.una == p.next_psn && f.rto_deadline == k_no_deadline && f.tlp_deadline == k_no_deadline &&
+           f.timeouts == 0 && f.stalls == 0 && f.rack_strikes == 0 && p.state != path_state::failed &&
+           p.state != path_state::suspect && !p.probe_pending && !p.in_retx_list && !p.tlp_new && !p.ack_req_next;
+}
+
+// Gives p's block back once settled, keeping the summary its next block starts from.
+inline void endpoint::impl::park(connection& c, detail::path_tx& p) noexcept
+{
+    if (p.blk != flights.sentinel() && settled(c, p)) {
+        drop_block(c, p);
+        if (!pool_waiters.empty()) {
+            wake_pool_waiters(); // a path starved of a block (record_pool_waits) may send now
+        }
+    }
+}
+
+// Unconditionally (teardown, flush): the block must hold no record chunk.
+inline void endpoint::impl::drop_block(connection& c, detail::path_tx& p) noexcept
+{
+    if (p.blk == flights.sentinel()) {
+        return;
+    }
+    const detail::path_flight& f = c.fl(p);
+    p.srtt_q = detail::pack16(f.srtt_ns);
+    p.rttvar_q = detail::pack16(f.rttvar_ns);
+    p.min_rtt_q = detail::pack16(f.min_rtt_ns);
+    p.cwnd_q = uint16_t(std::clamp(f.cc.cwnd, 0.0, 256.0) * 128 + 0.5);
+    p.alpha_q = uint16_t(std::clamp(f.cc.alpha, 0.0, 1.0) * 65535 + 0.5);
+    c.settled_tx += f.tx_packets;
+    c.settled_retx += f.retransmits;
+    flights.give(p.blk);
+    p.blk = flights.sentinel();
+}
+
+inline void endpoint::impl::park_all(connection& c) noexcept
+{
+    for (detail::path_tx& p : c.ptx) {
+        park(c, p);
     }
 }
 
@@ -469,10 +521,10 @@ inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_
 // (path_health.cpp's; inline here: every ACK that settles something calls it.)
 inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept
 {
-    p.timeouts = 0;
-    p.stalls = 0;
-    p.rack_strikes = 0;
-    if (p.state != path_state::congested || now >= p.congested_until) {
+    c.fl(p).timeouts = 0;
+    c.fl(p).stalls = 0;
+    c.fl(p).rack_strikes = 0;
+    if (p.state != path_state::congested || now >= c.fl(p).congested_until) {
         p.state = path_state::good;
     }
     if (p.plane < plane_tab.size()) {

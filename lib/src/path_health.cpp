@@ -16,15 +16,17 @@ using namespace detail;
 // few are allowed: as many as make a streak of that length unlikely (< 1/1000) by chance.
 uint32_t endpoint::impl::loss_slack(const connection& c, uint32_t path) const noexcept
 {
-    uint64_t tx = 0;
-    uint64_t resent = 0;
+    // Busy spells past (every path's, settled ones were healthy when they settled) and
+    // the current spells of the other paths.
+    uint64_t tx = c.settled_tx;
+    uint64_t resent = c.settled_retx;
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
-        const path_tx& p = c.ptx[i];
+        const path_flight& f = c.fl(c.ptx[i]);
         // Siblings that are themselves failing (timing out, or losing packet after packet
         // to RACK without delivering) measure their route, not the fabric's random loss.
-        if (i != path && p.timeouts == 0 && p.rack_strikes < k_rack_strikes) {
-            tx += p.tx_packets;
-            resent += p.retransmits;
+        if (i != path && f.timeouts == 0 && f.rack_strikes < k_rack_strikes) {
+            tx += f.tx_packets;
+            resent += f.retransmits;
         }
     }
     if (tx < 64) {
@@ -85,21 +87,21 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
     const transport_config& t = cfg.transport;
     path_tx& p = c.ptx[i];
     ++stats.timeouts;
-    if (p.stalls == 0) {
-        p.silent_since = now;
+    if (c.fl(p).stalls == 0) {
+        c.fl(p).silent_since = now;
     }
-    ++p.timeouts;
+    ++c.fl(p).timeouts;
     // Both a count and a time: a peer descheduled for a few milliseconds on a busy host
     // must not look dead, a dead one must not keep the application waiting for ever.
     // Only data progress resets the count: a route where probes pass and data does not
     // (an MTU the fabric drops) must fail, not stall in silence (spec 5.6).
-    if (++p.stalls > t.max_timeouts && now - p.silent_since >= t.fail_silence_ns) {
+    if (++c.fl(p).stalls > t.max_timeouts && now - c.fl(p).silent_since >= t.fail_silence_ns) {
         enter_error(c, wc_status::retry_exc_err);
         return false;
     }
     // Only timeouts beyond what the connection's loss explains judge the route.
     const uint32_t slack = loss_slack(c, i);
-    const uint32_t counted = p.timeouts > slack ? p.timeouts - slack : 0;
+    const uint32_t counted = c.fl(p).timeouts > slack ? c.fl(p).timeouts - slack : 0;
     if (counted > 0 && p.plane < plane_tab.size()) {
         plane_health& ph = plane_tab[p.plane];
         ++ph.timeouts;
@@ -133,7 +135,7 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
         request_probe(c, i); // no data on it until a probe comes back
     }
     // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
-    const uint64_t backoff = p.rto_ns << std::min(p.timeouts, t.max_backoff_shift);
+    const uint64_t backoff = c.fl(p).rto_ns << std::min(c.fl(p).timeouts, t.max_backoff_shift);
     set_rto(c, p, now + std::min(backoff, t.max_rto_ns));
     return true;
 }
@@ -164,8 +166,8 @@ void endpoint::impl::move_off_plane(uint8_t plane, uint64_t now) noexcept
             reroute(c, i, n == 0 ? p.plane : usable[(displaced++ + c.id) % n]);
             // What was on the dead plane is gone: resend it on the new one right away.
             requeue_in_flight(c, i);
-            if (p.fl->inflight > 0) {
-                set_rto(c, p, now + p.rto_ns);
+            if (c.fl(p).inflight > 0) {
+                set_rto(c, p, now + c.fl(p).rto_ns);
             }
             moved = true;
         }
@@ -301,8 +303,8 @@ void endpoint::impl::on_probe_ack(connection& cr, const rx_meta& m, const wire::
             // Its new route answers: it may carry its queued resends again, and the
             // timeouts that condemned the old route no longer count.
             p.state = path_state::suspect;
-            p.timeouts = 0;
-            set_rto(*c, p, p.fl->inflight > 0 ? now + p.rto_ns : k_no_deadline);
+            c->fl(p).timeouts = 0;
+            set_rto(*c, p, c->fl(p).inflight > 0 ? now + c->fl(p).rto_ns : k_no_deadline);
             mark_ready(*c);
         }
     }

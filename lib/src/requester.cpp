@@ -130,26 +130,27 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         c.tlp_paths.pop();
         path_tx& p = c.ptx[i];
         p.tlp_new = false;
-        if (p.state != path_state::failed && p.fl->inflight < p.win_room &&
-            uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(p)) {
+        if (p.state != path_state::failed && c.fl(p).inflight < c.fl(p).win_room &&
+            uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(c, p)) {
             p.ack_req_next = true;
             return int(i);
         }
         tail_probe(c, i, now, false); // no room there (window or records): resend the tail instead
+        park(c, p);
     }
     int fallback = -1;
     bool starved = false;
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
         path_tx& p = c.ptx[i];
-        if (p.state == path_state::congested && now >= p.congested_until) {
+        if (p.state == path_state::congested && now >= c.fl(p).congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed || p.fl->inflight >= p.win_room ||
+        if (p.state == path_state::failed || c.fl(p).inflight >= c.fl(p).win_room ||
             uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
-        if (!has_record_room(p)) {
+        if (!has_record_room(c, p)) {
             starved = true; // the record pool is empty: like a full window
             continue;
         }
@@ -219,8 +220,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     // Also when the connection has fewer packets out than paths and this path none:
     // round robin puts at most one packet on each, so no later packet of the path can
     // share its ACK in time and a delayed ACK only delays (and RACK's wait, spec 5.5).
-    const bool fills = p.fl->inflight + 1 >= p.win_room || c.inflight + 1 >= c.win_room ||
-                       (p.fl->inflight == 0 && c.inflight + 1 < c.paths);
+    const path_flight& fb = c.fl(p);
+    const bool fills = fb.inflight + 1 >= fb.win_room || c.inflight + 1 >= c.win_room ||
+                       (fb.inflight == 0 && c.inflight + 1 < c.paths);
     r.ack_req = last || fills || retx || p.ack_req_next;
     if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
@@ -310,16 +312,16 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     log_sent(c, sent_entry::make(psn, r.xmit_no, path));
-    ++p.tx_packets;
+    ++c.fl(p).tx_packets;
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-    if (p.tlp_deadline == k_no_deadline && !retx) {
-        set_tlp(c, p, now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+    if (c.fl(p).tlp_deadline == k_no_deadline && !retx) {
+        set_tlp(c, p, now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns),
                                           cfg.transport.ack_delay_ns, queue));
     }
-    if (p.rto_deadline == k_no_deadline) {
-        set_rto(c, p, now + p.rto_ns + queue);
+    if (c.fl(p).rto_deadline == k_no_deadline) {
+        set_rto(c, p, now + c.fl(p).rto_ns + queue);
     }
     return true;
 }
@@ -342,7 +344,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         settle_also(c, path, now); // what a later ACK said arrived is not sent again
         // Lost records in PSN order from the lowest one queued. Each scan step moves
         // retx_from forward; only queue_retx moves it back (amortised O(1) per packet).
-        uint32_t psn = seq_lt(p.retx_from, p.una) ? p.una : p.retx_from;
+        uint32_t psn = seq_lt(c.fl(p).retx_from, p.una) ? p.una : c.fl(p).retx_from;
         for (; psn != p.next_psn; ++psn) {
             pkt_record& r = c.rec(p, psn);
             if (r.state != rec_state::lost) {
@@ -353,11 +355,11 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
             }
             r.state = rec_state::in_flight;
             ++r.retx;
-            ++p.retransmits;
+            ++c.fl(p).retransmits;
             ++stats.retransmits;
             // Leave the list once nothing more is lost, as an emptied queue did.
-            for (p.retx_from = psn + 1; p.retx_from != p.next_psn; ++p.retx_from) {
-                if (c.rec(p, p.retx_from).state == rec_state::lost) {
+            for (c.fl(p).retx_from = psn + 1; c.fl(p).retx_from != p.next_psn; ++c.fl(p).retx_from) {
+                if (c.rec(p, c.fl(p).retx_from).state == rec_state::lost) {
                     return true;
                 }
             }
@@ -367,6 +369,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         }
         c.retx_paths.pop();
         p.in_retx_list = false;
+        park(c, p); // a repeated cumulative point settled everything it had lost
     }
     return false;
 }
@@ -406,19 +409,19 @@ __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& 
     r.len = len;
     if (!build_from_record(c, path, psn, now, f, false, sp)) {
         if (fresh) {
-            records.give(p.fl->tail); // a path holds no chunk before it sends into it
-            p.fl->dir[p.dir_slot(psn)] = p.fl->tail = record_pool::k_nil;
+            records.give(c.fl(p).tail); // a path holds no chunk before it sends into it
+            path_flight& fb = c.fl(p);
+            fb.dir[dir_slot(fb, p, psn)] = fb.tail = record_pool::k_nil;
         }
-        if (p.una == p.next_psn) {
-            drop_flight(p); // it was idle: it stays so
-        }
+        park(c, p); // it was settled: it stays so
+
         return false;
     }
     r.state = rec_state::in_flight;
     if ((++p.next_psn & (k_chunk_records - 1)) == 0) {
-        p.fl->tail = record_pool::k_nil; // the next PSN starts a chunk
+        c.fl(p).tail = record_pool::k_nil; // the next PSN starts a chunk
     }
-    ++p.fl->inflight;
+    ++c.fl(p).inflight;
     ++c.inflight;
     return true;
 }

@@ -335,7 +335,9 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         e.hdr.reason = o.reason;
         e.hdr.stream = wire::be16_t::from_host(p.stream);
         e.hdr.msn = wire::be32_t::from_host(p.msn);
-        c.naks.push(e); // bounded; a lost NAK is repeated when the packet is resent
+        if (!c.naks.push(e)) { // bounded; a lost NAK is repeated when the packet is resent
+            ++stats.nak_drops;
+        }
         mark_ready(c);
         if (o.v == verdict::nak && c.state != conn_state::error) {
             mark_fatal(c, o.reason, p.msn);
@@ -462,7 +464,9 @@ void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noe
     e.hdr.reason = from_check(why);
     e.hdr.stream = wire::be16_t::from_host(j.stream);
     e.hdr.msn = wire::be32_t::from_host(j.msn);
-    c.naks.push(e);
+    if (!c.naks.push(e)) {
+        ++stats.nak_drops; // the connection is failing: later packets are NAKed too (spec 7.5)
+    }
     ++stats.rx_access_errors;
     mark_fatal(c, e.hdr.reason, j.msn);
     c.local_fault = true; // poll_tx moves the connection to ERROR once the packet is done

@@ -530,6 +530,7 @@ TEST_CASE("immediate ACK on a gap, on a duplicate and on a CE mark", "[headers][
     CHECK(h.b().stats().rx_duplicates == 1);
     CHECK(h.b().stats().rx_ce == 1);
     CHECK(first_mismatch(src.bytes, dst.bytes).empty());
-    // The ACK that carried the mark told the sender; the path's counters show it.
-    CHECK(h.a().inspect(c)->path[0].acked_ce == 1);
+    // The ACK that carried the mark told the sender. Its path's counters covered that
+    // busy spell only; the path has settled since (issue 12), and counts nothing now.
+    CHECK(h.a().inspect(c)->path[0].acked_ce == 0);
 }

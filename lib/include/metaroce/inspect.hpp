@@ -38,6 +38,9 @@ struct path_info {
     uint32_t next_psn = 0;
     uint32_t una = 0;             // oldest unacknowledged PSN
     uint32_t rx_expected = 0;     // receive side: cumulative point
+    // A settled path (nothing out, no timer: its busy state went back to the endpoint's
+    // pool) shows its kept summary: cwnd in 1/128 packet, srtt to 11 significant bits,
+    // rto_ns 0, and no counts. The counts below cover the path's current busy spell.
     uint64_t srtt_ns = 0;
     uint64_t rto_ns = 0;
     uint32_t timeouts = 0;        // consecutive, resets on progress
