@@ -206,6 +206,15 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             p.rttvar_ns = uint32_t((3 * uint64_t(p.rttvar_ns) + err) / 4); // 64-bit sums: no overflow
             p.srtt_ns = uint32_t((7 * uint64_t(p.srtt_ns) + sample) / 8);
         }
+        plane_rtt& l = c.lane(p);
+        if (l.srtt_ns == 0) {
+            l.srtt_ns = sample;
+            l.rttvar_ns = sample / 2;
+        } else {
+            const uint64_t err = l.srtt_ns > sample ? l.srtt_ns - sample : sample - l.srtt_ns;
+            l.rttvar_ns = uint32_t((3 * uint64_t(l.rttvar_ns) + err) / 4);
+            l.srtt_ns = uint32_t((7 * uint64_t(l.srtt_ns) + sample) / 8);
+        }
         p.rto_ns = std::clamp<uint64_t>(uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     if (newly > 0 && cfg.transport.rack) {
@@ -449,6 +458,9 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     }
     send_log& log = c.sent_order;
     uint64_t wait = 0;
+    uint64_t next = k_no_deadline;
+    uint32_t keep = log.tail;         // the oldest entry left to judge: the log keeps it on
+    uint32_t skips = 0;
     uint32_t h = log.head;
     uint16_t chunk = log.head_chunk;
     for (; h != log.tail; ++h) {
@@ -483,14 +495,20 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         // senders queue together (spec 5.6), and under a hint a packet may wait one gap
         // behind the other senders' (spec 5.6). The ACK may also wait at the receiver
         // unless the packet asked for one at once.
-        const uint64_t own = (p.srtt_ns != 0 ? uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns)
-                                             : first_rtt(c, cfg.transport.initial_rtt_ns)) +
+        const uint64_t own = late_after(p, c.lane(p), first_rtt(c, cfg.transport.initial_rtt_ns)) +
                              hint_queue_ns(c, cfg.frame_overhead_bytes);
         const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
-            set_rack(c, now + (due - age));
-            break;
+            // Not yet; but a later packet of a path with a shorter wait may be due: a slow
+            // path must not hold back the judgement of the fast ones (they would time out).
+            // None younger than the common wait is, and a few such skips per walk suffice.
+            next = std::min(next, now + (due - age));
+            keep = keep == log.tail ? h : keep;
+            if (age < wait || ++skips > k_rack_skips) {
+                break;
+            }
+            continue;
         }
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
@@ -505,7 +523,10 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
         }
     }
-    log.pop_to(logs, h);
+    if (next != k_no_deadline) {
+        set_rack(c, next);
+    }
+    log.pop_to(logs, keep != log.tail ? keep : h);
 }
 
 // Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data

@@ -23,6 +23,8 @@ inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
 // RACK losses a path may take without delivering anything before its RTO is left to run.
 inline constexpr uint32_t k_rack_strikes = 3;
+// Packets not yet due that RACK's walk steps over per ACK to judge later ones (spec 5.5).
+inline constexpr uint32_t k_rack_skips = 16;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
@@ -176,6 +178,31 @@ struct path_tx {
     }
 };
 static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");
+
+// RTT of a plane, smoothed (RFC 6298) over the samples of every path on it (spec 5.5):
+// with many paths each has few samples, too few to measure its own spread.
+struct plane_rtt {
+    uint32_t srtt_ns = 0;
+    uint32_t rttvar_ns = 0;
+};
+
+// When RACK may call a packet on path p late (spec 5.5): its path's RTT and four
+// deviations, or, if sooner, the longer of its path's and its plane's RTT plus four of
+// the plane's deviations. A path's first samples overstate its spread (the first sets it
+// to half the sample) and a path of a wide connection has few; a plane's overstate it
+// when its paths' routes differ (one through a queue): each bound alone is safe.
+// `first` before the plane has a sample.
+inline uint64_t late_after(const path_tx& p, const plane_rtt& l, uint64_t first) noexcept
+{
+    if (l.srtt_ns == 0) {
+        return first;
+    }
+    const uint64_t plane = uint64_t(std::max(p.srtt_ns, l.srtt_ns)) + 4 * uint64_t(l.rttvar_ns);
+    if (p.srtt_ns == 0) {
+        return plane;
+    }
+    return std::min(plane, uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns));
+}
 
 // Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
 // plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
@@ -420,6 +447,7 @@ struct connection {
     conn_cc_state cc;
     uint64_t min_rtt_ns = 0;          // smallest RTT sample of any path
     uint64_t srtt_ns = 0;             // smoothed over every path's samples
+    std::vector<plane_rtt> plane_rtts; // one per plane, by the plane a path is on now
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
     // RACK (spec 5.5): losses judged by time across all paths of the connection.
@@ -504,6 +532,11 @@ struct connection {
     uint64_t tx_msgs_completed = 0;
     uint64_t rx_msgs_committed = 0;
 
+    // The RTT estimate of the plane path p is on now.
+    plane_rtt& lane(const path_tx& p) noexcept
+    {
+        return plane_rtts[p.plane < plane_rtts.size() ? p.plane : 0];
+    }
     // The record of psn on path p, sent and not yet below p.una.
     pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
     {

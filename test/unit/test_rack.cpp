@@ -34,8 +34,9 @@ struct outcome {
 
 // Runs one WRITE; `act` is applied to the k_victim-th data packet the first time it is
 // sent: return true to drop it, or move its deliver_at to reorder it.
+// drop_resend drops the victim's first resend; resend_hold_ns delays it instead.
 template <typename Act>
-outcome transfer(transport_config t, Act act, bool drop_resend = false)
+outcome transfer(transport_config t, Act act, bool drop_resend = false, uint64_t resend_hold_ns = 0)
 {
     pair_harness h(t);
     const conn_id c = h.connect();
@@ -59,6 +60,7 @@ outcome transfer(transport_config t, Act act, bool drop_resend = false)
         }
         if (first_at != 0 && v.path == path && v.psn == psn && o.resent_after_ns == 0) {
             o.resent_after_ns = h.now() - first_at;
+            p.deliver_at += resend_hold_ns;
             return drop_resend;
         }
         return false;
@@ -92,6 +94,37 @@ TEST_CASE("RACK: a packet lost on one path is resent once later packets on other
     CHECK(o.duplicates == 0);
     // Not before a round trip plus the reorder window: the wire's RTT is 2 us.
     CHECK(o.resent_after_ns >= 2 * probe.delay() + 2 * probe.delay() / 4);
+}
+
+TEST_CASE("RACK: a path without an RTT sample of its own is judged by its plane's", "[rack]")
+{
+    // The victim is its path's first packet: that path has no sample, but other paths on
+    // its plane have. Judged by its plane, the loss is found a round trip and a window
+    // after the send, not after the first-sample wait (initial_rtt, 20 us on a 2 us wire).
+    pair_harness probe(wide());
+    const outcome o = transfer(wide(), [](captured&) { return true; });
+    CHECK(o.rack_losses == 1);
+    CHECK(o.resent_after_ns < wide().initial_rtt_ns / 2);
+}
+
+TEST_CASE("RACK: a resend moves the path's pending tail probe, so it is not sent twice", "[rack]")
+{
+    // The tail probe armed at the victim's first send would fire before the answer to
+    // RACK's resend (held on the wire) arrives, and send the packet a third time; measured
+    // from the resend it fires after. The answer lands between the two deadlines.
+    pair_harness probe(wide());
+    const transport_config t = wide();
+    const uint64_t rack_at = transfer(t, [](captured&) { return true; }).resent_after_ns;
+    REQUIRE(rack_at > 0);
+    const uint64_t pto = 2 * t.initial_rtt_ns + t.ack_delay_ns; // the path has no sample
+    REQUIRE(pto > rack_at / 2 + 2 * probe.delay());
+    const uint64_t hold = pto - rack_at / 2 - 2 * probe.delay();
+    const outcome o = transfer(t, [](captured&) { return true; }, false, hold);
+    CHECK(o.rack_losses == 1);
+    CHECK(o.retransmits == 1);
+    CHECK(o.tail_probes == 0);
+    CHECK(o.timeouts == 0);
+    CHECK(o.duplicates == 0);
 }
 
 TEST_CASE("RACK off: the same loss waits for the tail probe", "[rack]")
