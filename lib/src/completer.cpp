@@ -279,7 +279,7 @@ void endpoint::impl::rearm_path_timers(connection& c, path_tx& p, uint64_t now) 
     const bool out = p.fl->inflight > 0;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     set_rto(c, p, out ? now + p.rto_ns + queue : k_no_deadline);
-    set_tlp(c, p, out ? now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
+    set_tlp(c, p, out ? now + probe_timeout(p, probe_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
                       : k_no_deadline);
 }
 
@@ -458,9 +458,6 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
     }
     send_log& log = c.sent_order;
     uint64_t wait = 0;
-    uint64_t next = k_no_deadline;
-    uint32_t keep = log.tail;         // the oldest entry left to judge: the log keeps it on
-    uint32_t skips = 0;
     uint32_t h = log.head;
     uint16_t chunk = log.head_chunk;
     for (; h != log.tail; ++h) {
@@ -500,15 +497,8 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
         const uint32_t age = uint32_t(now) - r.sent_ts;
         if (age < due) {
-            // Not yet; but a later packet of a path with a shorter wait may be due: a slow
-            // path must not hold back the judgement of the fast ones (they would time out).
-            // None younger than the common wait is, and a few such skips per walk suffice.
-            next = std::min(next, now + (due - age));
-            keep = keep == log.tail ? h : keep;
-            if (age < wait || ++skips > k_rack_skips) {
-                break;
-            }
-            continue;
+            set_rack(c, now + (due - age));
+            break;
         }
         queue_retx(c, path, e.psn);
         ++stats.rack_losses;
@@ -523,10 +513,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
             c.reo_steps = std::max(c.reo_steps - 1, 1u);
         }
     }
-    if (next != k_no_deadline) {
-        set_rack(c, next);
-    }
-    log.pop_to(logs, keep != log.tail ? keep : h);
+    log.pop_to(logs, h);
 }
 
 // Tail-loss probe of a path that went quiet with packets out (spec 5.6). With new data

@@ -23,8 +23,6 @@ inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
 // RACK losses a path may take without delivering anything before its RTO is left to run.
 inline constexpr uint32_t k_rack_strikes = 3;
-// Packets not yet due that RACK's walk steps over per ACK to judge later ones (spec 5.5).
-inline constexpr uint32_t k_rack_skips = 16;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
@@ -555,6 +553,15 @@ struct connection {
 inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 {
     return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
+}
+
+// The RTT a path's tail probe assumes before the path's own first sample (spec 5.6):
+// before the connection's first, the handshake's if known (a probe sent early costs one
+// packet; one sent late stalls a connection whose blind first round trip, one packet,
+// was lost), else first_rtt.
+inline uint64_t probe_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
+{
+    return c.srtt_ns == 0 && c.hs_rtt_ns != 0 ? c.hs_rtt_ns : first_rtt(c, initial_rtt_ns);
 }
 
 // Under a hint R the receiver shares its link among its senders, each paced at its

@@ -292,7 +292,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     // The probe runs from a quiet path's first send, and a pending one from the latest
     // resend: its answer needs a round trip too (a probe's own resend arms none).
     if (p.tlp_deadline == k_no_deadline ? !retx : retx) {
-        set_tlp(c, p, now + probe_timeout(p, first_rtt(c, cfg.transport.initial_rtt_ns),
+        set_tlp(c, p, now + probe_timeout(p, probe_rtt(c, cfg.transport.initial_rtt_ns),
                                           cfg.transport.ack_delay_ns, queue));
         if (retx && p.rto_deadline < p.tlp_deadline) {
             set_rto(c, p, p.tlp_deadline); // the probe comes first (it then pushes the RTO)

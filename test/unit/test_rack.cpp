@@ -127,6 +127,40 @@ TEST_CASE("RACK: a resend moves the path's pending tail probe, so it is not sent
     CHECK(o.duplicates == 0);
 }
 
+TEST_CASE("A connection whose first packet is lost probes after the handshake's round trip", "[rack]")
+{
+    // The blind first round trip carries one packet (conn_cwnd_first): if it is lost
+    // nothing else can reveal it, and the tail probe is all there is. Before any RTT
+    // sample it assumes the handshake's round trip (2 us here), not initial_rtt (20 us).
+    pair_harness h(wide());
+    const conn_id c = h.connect();
+    buffer src(h.a(), k_len, k_all_access, 3);
+    buffer dst(h.b(), k_len, k_all_access);
+    uint64_t first_at = 0;
+    uint64_t resent_at = 0;
+    h.filter = [&](captured& p) {
+        if (p.to != 1 || !is_data(p)) {
+            return false;
+        }
+        if (first_at == 0) {
+            first_at = h.now();
+            return true;
+        }
+        if (resent_at == 0) {
+            resent_at = h.now();
+        }
+        return false;
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().tail_probes == 1);
+    CHECK(h.a().stats().timeouts == 0);
+    REQUIRE(resent_at > first_at);
+    CHECK(resent_at - first_at < 2 * wide().initial_rtt_ns);
+}
+
 TEST_CASE("RACK off: the same loss waits for the tail probe", "[rack]")
 {
     transport_config t = wide();
