@@ -229,6 +229,15 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             c.fl(p).rttvar_ns = uint32_t((3 * uint64_t(c.fl(p).rttvar_ns) + err) / 4); // 64-bit sums: no overflow
             c.fl(p).srtt_ns = uint32_t((7 * uint64_t(c.fl(p).srtt_ns) + sample) / 8);
         }
+        plane_rtt& l = c.lane(p);
+        if (l.srtt_ns == 0) {
+            l.srtt_ns = sample;
+            l.rttvar_ns = sample / 2;
+        } else {
+            const uint64_t err = l.srtt_ns > sample ? l.srtt_ns - sample : sample - l.srtt_ns;
+            l.rttvar_ns = uint32_t((3 * uint64_t(l.rttvar_ns) + err) / 4);
+            l.srtt_ns = uint32_t((7 * uint64_t(l.srtt_ns) + sample) / 8);
+        }
         c.fl(p).rto_ns = std::clamp<uint64_t>(uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     if (newly > 0 && cfg.transport.rack) {
@@ -321,7 +330,7 @@ void endpoint::impl::rearm_path_timers(connection& c, path_tx& p, uint64_t now) 
     const bool out = c.fl(p).inflight > 0;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     set_rto(c, p, out ? now + c.fl(p).rto_ns + queue : k_no_deadline);
-    set_tlp(c, p, out ? now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
+    set_tlp(c, p, out ? now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
                       : k_no_deadline);
 }
 
@@ -526,8 +535,7 @@ void endpoint::impl::rack_detect(connection& c, uint64_t now) noexcept
         // senders queue together (spec 5.6), and under a hint a packet may wait one gap
         // behind the other senders' (spec 5.6). The ACK may also wait at the receiver
         // unless the packet asked for one at once.
-        const uint64_t own = (c.fl(p).srtt_ns != 0 ? uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns)
-                                             : first_rtt(c, cfg.transport.initial_rtt_ns)) +
+        const uint64_t own = late_after(c.fl(p), c.lane(p), first_rtt(c, cfg.transport.initial_rtt_ns)) +
                              hint_queue_ns(c, cfg.frame_overhead_bytes);
         const uint64_t due = std::max(wait, own) + (r.ack_req ? 0 : cfg.transport.ack_delay_ns);
         const uint32_t age = uint32_t(now) - r.sent_ts;

@@ -118,6 +118,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
 {
     const transport_config& t = cfg.transport;
     c.ptx.resize(c.paths);
+    c.plane_rtts.assign(std::max<uint32_t>(c.planes, 1), plane_rtt{});
     c.prx.resize(c.paths);
     for (uint32_t i = 0; i < c.paths; ++i) {
         path_tx& p = c.ptx[i];

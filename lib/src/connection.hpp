@@ -212,6 +212,31 @@ inline uint32_t dir_slot(const path_flight& f, const path_tx& p, uint32_t psn) n
     return s >= k_dir_slots ? s - k_dir_slots : s;
 }
 
+// RTT of a plane, smoothed (RFC 6298) over the samples of every path on it (spec 5.5):
+// with many paths each has few samples, too few to measure its own spread.
+struct plane_rtt {
+    uint32_t srtt_ns = 0;
+    uint32_t rttvar_ns = 0;
+};
+
+// When RACK may call a packet on path p late (spec 5.5): its path's RTT and four
+// deviations, or, if sooner, the longer of its path's and its plane's RTT plus four of
+// the plane's deviations. A path's first samples overstate its spread (the first sets it
+// to half the sample) and a path of a wide connection has few; a plane's overstate it
+// when its paths' routes differ (one through a queue): each bound alone is safe.
+// `first` before the plane has a sample.
+inline uint64_t late_after(const path_flight& p, const plane_rtt& l, uint64_t first) noexcept
+{
+    if (l.srtt_ns == 0) {
+        return first;
+    }
+    const uint64_t plane = uint64_t(std::max(p.srtt_ns, l.srtt_ns)) + 4 * uint64_t(l.rttvar_ns);
+    if (p.srtt_ns == 0) {
+        return plane;
+    }
+    return std::min(plane, uint64_t(p.srtt_ns) + 4 * uint64_t(p.rttvar_ns));
+}
+
 // Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
 // plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
 // than the RTO itself (which allows that queueing too).
@@ -466,6 +491,7 @@ struct connection {
     conn_cc_state cc;
     uint64_t min_rtt_ns = 0;          // smallest RTT sample of any path
     uint64_t srtt_ns = 0;             // smoothed over every path's samples
+    std::vector<plane_rtt> plane_rtts; // one per plane, by the plane a path is on now
     uint32_t inflight = 0;
     uint32_t rr_path = 0;
     // RACK (spec 5.5): losses judged by time across all paths of the connection.
@@ -553,6 +579,11 @@ struct connection {
     // Path p's block: the pool's sentinel (read only) while the path is settled.
     path_flight& fl(const path_tx& p) noexcept { return fls[p.blk]; }
     const path_flight& fl(const path_tx& p) const noexcept { return fls[p.blk]; }
+    // The RTT estimate of the plane path p is on now.
+    plane_rtt& lane(const path_tx& p) noexcept
+    {
+        return plane_rtts[p.plane < plane_rtts.size() ? p.plane : 0];
+    }
     // The record of psn on path p, sent and not yet below p.una.
     pkt_record& rec(const path_tx& p, uint32_t psn) noexcept
     {
@@ -572,6 +603,15 @@ struct connection {
 inline uint64_t first_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 {
     return c.hs_rtt_ns > initial_rtt_ns ? c.hs_rtt_ns : initial_rtt_ns;
+}
+
+// The RTT a path's tail probe assumes before the path's own first sample (spec 5.6):
+// before the connection's first, the handshake's if known (a probe sent early costs one
+// packet; one sent late stalls a connection whose blind first round trip, one packet,
+// was lost), else first_rtt.
+inline uint64_t probe_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
+{
+    return c.srtt_ns == 0 && c.hs_rtt_ns != 0 ? c.hs_rtt_ns : first_rtt(c, initial_rtt_ns);
 }
 
 // Under a hint R the receiver shares its link among its senders, each paced at its

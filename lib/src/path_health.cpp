@@ -30,7 +30,11 @@ uint32_t endpoint::impl::loss_slack(const connection& c, uint32_t path) const no
         }
     }
     if (tx < 64) {
-        return 0; // too little seen to judge
+        // Too little seen to tell chance from a broken route. With other paths to carry
+        // the data the first timeout is not held against the route (a connection's first
+        // round trip carries one packet, and at 10 % loss that packet and its probe are
+        // both lost one time in a hundred); a lone path's only remedy is a new route.
+        return c.ptx.size() > 1 ? 1 : 0;
     }
     const double q = double(resent) / double(tx);
     if (q < 0.005) {

@@ -316,9 +316,14 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
-    if (c.fl(p).tlp_deadline == k_no_deadline && !retx) {
-        set_tlp(c, p, now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns),
+    // The probe runs from a quiet path's first send, and a pending one from the latest
+    // resend: its answer needs a round trip too (a probe's own resend arms none).
+    if (c.fl(p).tlp_deadline == k_no_deadline ? !retx : retx) {
+        set_tlp(c, p, now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns),
                                           cfg.transport.ack_delay_ns, queue));
+        if (retx && c.fl(p).rto_deadline < c.fl(p).tlp_deadline) {
+            set_rto(c, p, c.fl(p).tlp_deadline); // the probe comes first (it then pushes the RTO)
+        }
     }
     if (c.fl(p).rto_deadline == k_no_deadline) {
         set_rto(c, p, now + c.fl(p).rto_ns + queue);

@@ -293,6 +293,31 @@ TEST_CASE("random loss that hits every path alike reroutes and fails none of the
     }
 }
 
+TEST_CASE("a connection's first packet lost twice times out without a reroute", "[health][loss]")
+{
+    // The blind first round trip carries one packet: it and its tail probe both lost is
+    // chance (1 % at 10 % loss), and no other path has sent enough to tell chance from a
+    // broken route, so the timeout does not count against the route.
+    transport_config t;
+    t.paths = 8;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    int data = 0;
+    h.filter = [&](captured& p) { return p.to == 1 && is_data(p) && ++data <= 2; };
+    buffer src(h.a(), 256 << 10, k_all_access, 3);
+    buffer dst(h.b(), 256 << 10, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().timeouts == 1);
+    CHECK(h.a().stats().reroutes == 0);
+    const conn_info info = *h.a().inspect(c);
+    for (const auto& p : info.path) {
+        CHECK(p.state == path_state::good);
+    }
+}
+
 TEST_CASE("under random loss a path that loses everything is still rerouted", "[health][loss]")
 {
     transport_config t;

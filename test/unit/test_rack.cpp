@@ -34,8 +34,9 @@ struct outcome {
 
 // Runs one WRITE; `act` is applied to the k_victim-th data packet the first time it is
 // sent: return true to drop it, or move its deliver_at to reorder it.
+// drop_resend drops the victim's first resend; resend_hold_ns delays it instead.
 template <typename Act>
-outcome transfer(transport_config t, Act act, bool drop_resend = false)
+outcome transfer(transport_config t, Act act, bool drop_resend = false, uint64_t resend_hold_ns = 0)
 {
     pair_harness h(t);
     const conn_id c = h.connect();
@@ -59,6 +60,7 @@ outcome transfer(transport_config t, Act act, bool drop_resend = false)
         }
         if (first_at != 0 && v.path == path && v.psn == psn && o.resent_after_ns == 0) {
             o.resent_after_ns = h.now() - first_at;
+            p.deliver_at += resend_hold_ns;
             return drop_resend;
         }
         return false;
@@ -92,6 +94,71 @@ TEST_CASE("RACK: a packet lost on one path is resent once later packets on other
     CHECK(o.duplicates == 0);
     // Not before a round trip plus the reorder window: the wire's RTT is 2 us.
     CHECK(o.resent_after_ns >= 2 * probe.delay() + 2 * probe.delay() / 4);
+}
+
+TEST_CASE("RACK: a path without an RTT sample of its own is judged by its plane's", "[rack]")
+{
+    // The victim is its path's first packet: that path has no sample, but other paths on
+    // its plane have. Judged by its plane, the loss is found a round trip and a window
+    // after the send, not after the first-sample wait (initial_rtt, 20 us on a 2 us wire).
+    pair_harness probe(wide());
+    const outcome o = transfer(wide(), [](captured&) { return true; });
+    CHECK(o.rack_losses == 1);
+    CHECK(o.resent_after_ns < wide().initial_rtt_ns / 2);
+}
+
+TEST_CASE("RACK: a resend moves the path's pending tail probe, so it is not sent twice", "[rack]")
+{
+    // The tail probe armed at the victim's first send would fire before the answer to
+    // RACK's resend (held on the wire) arrives, and send the packet a third time; measured
+    // from the resend it fires after. The answer lands between the two deadlines.
+    pair_harness probe(wide());
+    const transport_config t = wide();
+    const uint64_t rack_at = transfer(t, [](captured&) { return true; }).resent_after_ns;
+    REQUIRE(rack_at > 0);
+    const uint64_t pto = 2 * t.initial_rtt_ns + t.ack_delay_ns; // the path has no sample
+    REQUIRE(pto > rack_at / 2 + 2 * probe.delay());
+    const uint64_t hold = pto - rack_at / 2 - 2 * probe.delay();
+    const outcome o = transfer(t, [](captured&) { return true; }, false, hold);
+    CHECK(o.rack_losses == 1);
+    CHECK(o.retransmits == 1);
+    CHECK(o.tail_probes == 0);
+    CHECK(o.timeouts == 0);
+    CHECK(o.duplicates == 0);
+}
+
+TEST_CASE("A connection whose first packet is lost probes after the handshake's round trip", "[rack]")
+{
+    // The blind first round trip carries one packet (conn_cwnd_first): if it is lost
+    // nothing else can reveal it, and the tail probe is all there is. Before any RTT
+    // sample it assumes the handshake's round trip (2 us here), not initial_rtt (20 us).
+    pair_harness h(wide());
+    const conn_id c = h.connect();
+    buffer src(h.a(), k_len, k_all_access, 3);
+    buffer dst(h.b(), k_len, k_all_access);
+    uint64_t first_at = 0;
+    uint64_t resent_at = 0;
+    h.filter = [&](captured& p) {
+        if (p.to != 1 || !is_data(p)) {
+            return false;
+        }
+        if (first_at == 0) {
+            first_at = h.now();
+            return true;
+        }
+        if (resent_at == 0) {
+            resent_at = h.now();
+        }
+        return false;
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().tail_probes == 1);
+    CHECK(h.a().stats().timeouts == 0);
+    REQUIRE(resent_at > first_at);
+    CHECK(resent_at - first_at < 2 * wide().initial_rtt_ns);
 }
 
 TEST_CASE("RACK off: the same loss waits for the tail probe", "[rack]")
