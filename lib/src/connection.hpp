@@ -132,7 +132,7 @@ struct path_flight {
 static_assert(sizeof(path_flight) == 48);
 using flight_pool = chunk_pool<path_flight, 1>;
 
-// Ordered by size (no padding): 172 bytes; the in-flight part is in `fl`.
+// Ordered by size: 173 bytes and padding; the in-flight part is in `fl`.
 struct path_tx {
     uint32_t next_psn = 0;
     uint32_t una = 0;
@@ -167,6 +167,7 @@ struct path_tx {
     bool tlp_new = false;             // a tail probe asked for the next new packet here
     bool ack_req_next = false;        // that packet asks for an ACK at once
     uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
+    bool queued = false;              // its route queues where others do not (spec 5.3)
 
     // The directory slot of psn, which must lie in [una, una + k_path_window].
     uint32_t dir_slot(uint32_t psn) const noexcept

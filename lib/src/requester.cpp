@@ -138,15 +138,30 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         tail_probe(c, i, now, false); // no room there (window or records): resend the tail instead
     }
     int fallback = -1;
+    int queued_fallback = -1;
     bool starved = false;
+    bool clean = false; // a path neither suspect nor queued exists, full or not
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
         path_tx& p = c.ptx[i];
         if (p.state == path_state::congested && now >= p.congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed || double(p.fl->inflight) >= std::max(1.0, p.cc.cwnd) ||
-            uint32_t(p.next_psn - p.una) >= k_path_window) {
+        if (p.state == path_state::failed) {
+            continue;
+        }
+        // A path whose smoothed RTT runs a quarter of a delay mark (spec 6.2a) above the
+        // connection's smallest queues on its own route (a slow or loaded link the others
+        // avoid), until it is back within an eighth. While a path without such a queue
+        // exists, it keeps one packet out (its RTT samples tell when the queue is gone)
+        // and the others carry the rest, waiting for their windows if need be (spec 5.3).
+        if (c.min_rtt_ns != 0 && cfg.transport.cc.delay_mark_ns != 0) {
+            const uint64_t over = p.srtt_ns > c.min_rtt_ns ? p.srtt_ns - c.min_rtt_ns : 0;
+            p.queued = over > cfg.transport.cc.delay_mark_ns / (p.queued ? 8 : 4);
+        }
+        const bool queued = p.queued;
+        clean = clean || (!queued && p.state != path_state::suspect);
+        if (double(p.fl->inflight) >= std::max(1.0, p.cc.cwnd) || uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
         if (!has_record_room(p)) {
@@ -159,8 +174,17 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
             }
             continue;
         }
+        if (queued && p.fl->inflight > 0) {
+            if (queued_fallback < 0) {
+                queued_fallback = int(i);
+            }
+            continue;
+        }
         c.rr_path = i + 1;
         return int(i);
+    }
+    if (!clean && queued_fallback >= 0) {
+        fallback = queued_fallback; // every path queues alike (a common bottleneck)
     }
     if (fallback >= 0) {
         c.rr_path = uint32_t(fallback) + 1;
