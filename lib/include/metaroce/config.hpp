@@ -127,7 +127,7 @@ struct endpoint_config {
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.
     uint64_t inbound_capacity_mbps = 0;
-    double hint_utilization = 0.96;
+    double hint_utilization = 0.95;
     uint64_t rate_epoch_ns = 20'000;
     // Wire bytes a packet costs besides its UDP payload, for pacing at a hint (spec 6.5):
     // the driver's framing. 66 = Ethernet 14 + IPv4 20 + UDP 8 + FCS 4 + preamble and
