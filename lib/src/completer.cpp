@@ -221,22 +221,16 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         c.fl(p).min_rtt_ns = c.fl(p).min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.fl(p).min_rtt_ns, sample);
         c.min_rtt_ns = c.min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.min_rtt_ns, sample);
         c.srtt_ns = c.srtt_ns == 0 ? sample : (7 * c.srtt_ns + sample) / 8;
-        if (c.fl(p).srtt_ns == 0) {
-            c.fl(p).srtt_ns = sample;
-            c.fl(p).rttvar_ns = sample / 2;
-        } else {
-            const uint64_t err = c.fl(p).srtt_ns > sample ? c.fl(p).srtt_ns - sample : sample - c.fl(p).srtt_ns;
-            c.fl(p).rttvar_ns = uint32_t((3 * uint64_t(c.fl(p).rttvar_ns) + err) / 4); // 64-bit sums: no overflow
-            c.fl(p).srtt_ns = uint32_t((7 * uint64_t(c.fl(p).srtt_ns) + sample) / 8);
-        }
+        path_flight& f = c.fl(p);
+        smooth_rtt(f.srtt_ns, f.rttvar_ns, sample);
         plane_rtt& l = c.lane(p);
-        if (l.srtt_ns == 0) {
-            l.srtt_ns = sample;
-            l.rttvar_ns = sample / 2;
-        } else {
-            const uint64_t err = l.srtt_ns > sample ? l.srtt_ns - sample : sample - l.srtt_ns;
-            l.rttvar_ns = uint32_t((3 * uint64_t(l.rttvar_ns) + err) / 4);
-            l.srtt_ns = uint32_t((7 * uint64_t(l.srtt_ns) + sample) / 8);
+        smooth_rtt(l.srtt_ns, l.rttvar_ns, sample);
+        if (t.cc.delay_mark_ns != 0) {
+            // spec 5.3: its smoothed RTT a quarter of a delay mark (6.2a) above the
+            // connection's smallest, the path queues on its own route (a slow or loaded
+            // link the others avoid), until it is back within an eighth.
+            const uint64_t over = f.srtt_ns > c.min_rtt_ns ? f.srtt_ns - c.min_rtt_ns : 0;
+            p.queued = over > t.cc.delay_mark_ns / (p.queued ? 8 : 4);
         }
         c.fl(p).rto_ns = std::clamp<uint64_t>(uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }

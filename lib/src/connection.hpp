@@ -201,6 +201,7 @@ struct path_tx {
     bool in_retx_list : 1 = false;
     bool tlp_new : 1 = false;         // a tail probe asked for the next new packet here
     bool ack_req_next : 1 = false;    // that packet asks for an ACK at once
+    bool queued : 1 = false;          // its route queues where others do not (spec 5.3)
 };
 static_assert(sizeof(path_tx) == 32);
 static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");
@@ -218,6 +219,19 @@ struct plane_rtt {
     uint32_t srtt_ns = 0;
     uint32_t rttvar_ns = 0;
 };
+
+// One RTT sample into a smoothed RTT and its variation (RFC 6298; 64-bit sums).
+inline void smooth_rtt(uint32_t& srtt, uint32_t& rttvar, uint32_t sample) noexcept
+{
+    if (srtt == 0) {
+        srtt = sample;
+        rttvar = sample / 2;
+        return;
+    }
+    const uint64_t err = srtt > sample ? srtt - sample : sample - srtt;
+    rttvar = uint32_t((3 * uint64_t(rttvar) + err) / 4);
+    srtt = uint32_t((7 * uint64_t(srtt) + sample) / 8);
+}
 
 // When RACK may call a packet on path p late (spec 5.5): its path's RTT and four
 // deviations, or, if sooner, the longer of its path's and its plane's RTT plus four of

@@ -14,13 +14,16 @@ constexpr double k_idle_gaps = 4;
 constexpr double k_drain_epochs = 2;
 // An expected sender that has not sent for this many epochs is not coming.
 constexpr uint64_t k_pending_epochs = 8;
+// The queue is judged over one packet per member, but at most this many epochs (most
+// members sending far under their share must not stall the drain).
+constexpr double k_meas_max_epochs = 8;
 
 } // namespace
 
 rate_allocator::rate_allocator(uint64_t capacity_mbps, double utilization, uint64_t epoch_ns,
                                uint32_t max_conns)
     : capacity_mbps_(capacity_mbps), utilization_(utilization), epoch_ns_(epoch_ns),
-      scale_(utilization),
+      scale_(utilization), queue_scale_(utilization),
       bytes_(capacity_mbps != 0 ? max_conns : 0, 0), since_ns_(bytes_.size(), 0),
       last_ns_(bytes_.size(), 0), pkt_bytes_(bytes_.size(), 0), share_(bytes_.size(), 0),
       owd_min_(bytes_.size(), 0), owd_prev_(bytes_.size(), 0), told_(bytes_.size(), 0), rtt_ns_(bytes_.size(), 0),
@@ -81,12 +84,13 @@ bool rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t n
     }
     const uint32_t base = int32_t(owd_prev_[idx] - owd_min_[idx]) < 0 ? owd_prev_[idx] : owd_min_[idx];
     const int32_t queued = int32_t(owd - base);
-    epoch_queue_ns_ = std::min(epoch_queue_ns_, uint32_t(std::max(0, queued)));
+    meas_queue_ns_ = std::min(meas_queue_ns_, uint32_t(std::max(0, queued)));
     bytes_[idx] += std::max<uint32_t>(bytes, 1);
     last_ns_[idx] = now;
     last_path_[idx] = path;
     pkt_bytes_[idx] = std::max<uint32_t>(bytes, 1);
     ++epoch_pkts_;
+    ++meas_pkts_;
     epoch_ce_ += ce ? 1 : 0;
     return joined;
 }
@@ -159,27 +163,42 @@ void rate_allocator::release(uint32_t idx) noexcept
 // what they used plus headroom to grow; the rest split what remains equally.
 void rate_allocator::close_epoch(uint64_t now) noexcept
 {
-    // Drain the standing queue within k_drain_epochs: hand out that much less.
-    const double queued = epoch_pkts_ == 0 ? 0.0 : double(epoch_queue_ns_);
+    // The standing queue is judged over at least one epoch and one packet per member
+    // (the members' packet gap): with many senders each under a packet per epoch, a
+    // queue their packets build and drain once per gap is not standing, and a cut by an
+    // epoch that saw only its busy part idles the link for everyone.
+    const double span = double(now - meas_start_ns_);
+    if (meas_pkts_ == 0 || meas_pkts_ >= members_.size() || span >= k_meas_max_epochs * double(epoch_ns_)) {
+        // Drain the standing queue within k_drain_epochs: hand out that much less.
+        const double queued = meas_pkts_ == 0 ? 0.0 : double(meas_queue_ns_);
+        // Senders hear a smaller share with their next ACK, about one of their packet
+        // gaps later: a queue handed back faster than that is cut again before the first
+        // cut shows, and the shares swing between the floor and the full share.
+        // The measurement's packets per member give that gap.
+        const double gap_ns = meas_pkts_ == 0 ? 0.0 : span * double(members_.size()) / meas_pkts_;
+        const double drain_ns = std::max(k_drain_epochs * double(epoch_ns_), 2 * gap_ns);
+        queue_scale_ = std::max(utilization_ / 4, utilization_ - queued / drain_ns);
+        meas_pkts_ = 0;
+        meas_queue_ns_ = UINT32_MAX;
+        meas_start_ns_ = now;
+    }
     // A queue that was there before a sender's first packet hides from its delays, not
-    // from ECN: while most packets are marked (the queue is above the marking threshold),
-    // hand out up to a quarter less. Not compounded over epochs: the marks lag the queue,
-    // and a cut that outlives it idles the link.
+    // from ECN: while most of the epoch's packets are marked (the queue is above the
+    // marking threshold), hand out up to a quarter less. Judged per epoch and not
+    // compounded: the cut ends with the marks, or it outlives the queue and idles the link.
     const double marked = epoch_pkts_ == 0 ? 0.0 : double(epoch_ce_) / double(epoch_pkts_);
-    // Senders hear a smaller share with their next ACK, about one of their packet gaps
-    // later: a queue handed back faster than that is cut again before the first cut
-    // shows, and the shares swing between the floor and the full share.
-    // The epoch's packets per member give that gap.
-    const double span = double(now - (epoch_end_ > epoch_ns_ ? epoch_end_ - epoch_ns_ : 0));
-    const double gap_ns = epoch_pkts_ == 0 ? 0.0 : span * double(members_.size()) / epoch_pkts_;
-    const double drain_ns = std::max(k_drain_epochs * double(epoch_ns_), 2 * gap_ns);
-    scale_ = std::max(utilization_ / 4, utilization_ - queued / drain_ns);
+    scale_ = queue_scale_;
     if (marked > 0.5) {
         scale_ = std::min(scale_, utilization_ * (1 - marked / 4));
     }
     epoch_pkts_ = 0;
     epoch_ce_ = 0;
-    epoch_queue_ns_ = UINT32_MAX;
+    close_shares(now);
+}
+
+// Water filling at an epoch's end, with the scale of the latest measurement.
+void rate_allocator::close_shares(uint64_t now) noexcept
+{
     if (++epochs_ % 64 == 0) {
         for (uint32_t idx : members_) {
             // Start a new window of smallest delays ("unset": far above the old one).

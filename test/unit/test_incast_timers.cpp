@@ -157,9 +157,10 @@ TEST_CASE("a standing queue is handed back over at least two of the senders' pac
     run(0, 10 * epoch, 0);
     const uint32_t full = r.hint_mbps(0);
     CHECK(full == 90'000 / n);
-    // Every packet of an epoch queued 10 us: the queue is handed back over 2 x 93 us,
-    // about 5 % of the capacity, not over 40 us (a quarter).
-    run(10 * epoch, 11 * epoch + 5'000, 10'000);
+    // Every packet for two of their gaps queued 10 us (a queue that outlives a gap is
+    // standing): it is handed back over 2 x 93 us, about 5 % of the capacity, not over
+    // 40 us (a quarter).
+    run(10 * epoch, 10 * epoch + 2 * gap + 2 * epoch, 10'000);
     const uint32_t cut = r.hint_mbps(0);
     CHECK(cut < full);
     CHECK(cut > full * 9 / 10);

@@ -2,6 +2,8 @@
 // leave or are expected, and the queue in front of the receiver is handed back.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "metaroce/rate_allocator.hpp"
@@ -156,6 +158,32 @@ TEST_CASE("a standing queue in front of the receiver is handed back", "[rates]")
     }
     send(r, 0, 4 * k_epoch + 6'000);
     CHECK(r.hint_mbps(0) == 22'500);
+}
+
+TEST_CASE("a queue that many senders build and drain once per packet gap is not standing", "[rates]")
+{
+    // 60 senders, each one packet per 60 us (three epochs) at nearly its share. Their
+    // packets arrive spread over the gap: those of its first epoch find the queue empty,
+    // the later ones find 5 us of it. Every epoch after the first is all queued, yet the
+    // queue drains once per gap: judged over one packet per member, nothing is cut.
+    constexpr uint32_t n = 60;
+    constexpr uint64_t gap = 3 * k_epoch;
+    constexpr uint32_t pkt = 4096;
+    const uint64_t cap = uint64_t(double(pkt) * 8000 / double(gap) * n / k_util / 0.95); // Mb/s
+    rate_allocator r(cap, k_util, k_epoch, 64);
+    const uint32_t full = uint32_t(double(cap) * k_util / n);
+    uint32_t lowest = UINT32_MAX;
+    for (uint64_t k = 0; k < 12; ++k) {
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint64_t at = k * gap + i * (gap / n) + 1'000;
+            const uint64_t queued = k > 0 && i >= n / 3 ? 5'000 : 0;
+            r.on_packet(i, pkt, false, at, 0, uint32_t(at - 1'000 - queued));
+            if (k >= 4) {
+                lowest = std::min(lowest, r.hint_mbps(i));
+            }
+        }
+    }
+    CHECK(lowest >= full * 99 / 100);
 }
 
 TEST_CASE("without a capacity there are no hints", "[rates]")

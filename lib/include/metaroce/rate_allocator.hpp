@@ -91,6 +91,7 @@ public:
 
 private:
     void close_epoch(uint64_t now) noexcept;
+    void close_shares(uint64_t now) noexcept;
     void drop_member(size_t pos) noexcept;
     bool long_enough(uint32_t idx, double period_ns, double grant_mbps) const noexcept;
     void drop_pending(uint32_t idx) noexcept;
@@ -107,7 +108,11 @@ private:
     double scale_;
     uint32_t epoch_pkts_ = 0;
     uint32_t epoch_ce_ = 0;
-    uint32_t epoch_queue_ns_ = UINT32_MAX;
+    // The standing queue's measurement: packets, smallest queueing delay, start.
+    uint32_t meas_pkts_ = 0;
+    uint32_t meas_queue_ns_ = UINT32_MAX;
+    uint64_t meas_start_ns_ = 0;
+    double queue_scale_;             // `utilization_` less the drain of the latest measurement
     uint32_t epochs_ = 0;
     bool resplit_ = false;
     uint32_t newcomers_ = 0;         // members that joined since the last water filling
