@@ -1,4 +1,4 @@
-// metaroce-sim SCENARIO.json [--seed N] [--timeline] [--progress SEC] [--quiet]: runs
+// metaroce-sim SCENARIO.json [--seed N] [--timeline] [--breakdown] [--progress SEC] [--quiet]: runs
 // one scenario on the fabric model and prints the result as JSON on stdout, without the
 // per-bin timeline unless asked. Exit 2 on a bad scenario or usage.
 #include <charconv>
@@ -25,16 +25,19 @@ struct options {
     std::optional<uint64_t> seed;
     bool quiet = false;
     bool timeline = false;
+    bool breakdown = false;
     double progress_s = 5;
 };
 
 int usage(const std::string& why)
 {
     std::cerr << "metaroce-sim: " << why << "\n"
-              << "usage: metaroce-sim SCENARIO.json [--seed N] [--timeline] [--progress SEC] [--quiet]\n"
+              << "usage: metaroce-sim SCENARIO.json [--seed N] [--timeline] [--breakdown] [--progress SEC] [--quiet]\n"
               << "  SCENARIO.json  the scenario (doc/model.md); - reads stdin\n"
               << "  --seed N       overrides the scenario's seed\n"
               << "  --timeline     adds the per-bin timeline (goodput, per plane, last-hop queue)\n"
+              << "  --breakdown    adds when each connection finished and the bytes of every\n"
+              << "                 leaf-spine link and host port\n"
               << "  --progress SEC a progress line on stderr every SEC seconds (default 5, 0: none)\n"
               << "  --quiet        nothing on stderr but errors\n";
     return k_exit_usage;
@@ -49,6 +52,8 @@ std::string parse_args(int argc, char** argv, options& o)
             o.quiet = true;
         } else if (a == "--timeline") {
             o.timeline = true;
+        } else if (a == "--breakdown") {
+            o.breakdown = true;
         } else if (a == "--progress") {
             if (i + 1 >= argc) {
                 return "--progress needs a value";
@@ -138,6 +143,9 @@ int main(int argc, char** argv)
     auto j = metaroce::sim::to_json(r);
     if (!o.timeline) {
         j.erase("timeline");
+    }
+    if (!o.breakdown) {
+        j.erase("breakdown");
     }
     std::cout << metaroce::sim_cli::compact_dump(j) << "\n";
     if (!o.quiet) {

@@ -22,18 +22,25 @@ struct max_mean {
 void summarize_links(const topology& topo, const long_haul_params& lh, sim_result& r)
 {
     r.spread.plane_tx_bytes.assign(topo.planes(), 0);
+    r.spread.host_up_bytes.assign(topo.planes(), std::vector<uint64_t>(topo.hosts(), 0));
+    r.spread.leaf_up_bytes.assign(topo.planes(), std::vector<std::vector<uint64_t>>(
+                                                     topo.leaves(), std::vector<uint64_t>(topo.spines(), 0)));
     max_mean leaf_up;
     max_mean host_up;
     for (const link& l : topo.links()) {
         switch (l.kind) {
         case link_kind::host_up:
             r.spread.plane_tx_bytes[l.plane] += l.stats.tx_bytes;
+            r.spread.host_up_bytes[l.plane][l.from] = l.stats.tx_bytes;
             if (l.stats.tx_bytes != 0) {
                 host_up.add(l.stats.tx_bytes);
             }
             break;
         case link_kind::leaf_up:
             leaf_up.add(l.stats.tx_bytes);
+            if (l.from < topo.leaves() && l.to < topo.spines()) {
+                r.spread.leaf_up_bytes[l.plane][l.from][l.to] = l.stats.tx_bytes;
+            }
             break;
         default:
             break;

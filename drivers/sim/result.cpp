@@ -101,6 +101,14 @@ void add_metrics(nlohmann::ordered_json& j, const sim_result& r)
         planes.push_back(rates(p, r.timeline.interval_us));
     }
     j["placed_bytes"] = r.placed_bytes;
+    // Per connection (in plan order: pair i % pairs) and per link, for --breakdown.
+    nlohmann::ordered_json done = nlohmann::ordered_json::array();
+    for (const sim_time t : r.work.conn_done) {
+        done.push_back(t > r.work.first_post ? round3(to_us(t - r.work.first_post)) : 0.0);
+    }
+    j["breakdown"] = {{"conn_done_us", done},
+                      {"leaf_up_bytes", r.spread.leaf_up_bytes},
+                      {"host_up_bytes", r.spread.host_up_bytes}};
     j["timeline"] = {{"interval_us", round3(r.timeline.interval_us)},
                      {"goodput_gbps", rates(r.timeline.bytes, r.timeline.interval_us)},
                      {"plane_gbps", planes},

@@ -66,6 +66,10 @@ struct spread_summary {
     std::vector<uint64_t> plane_tx_bytes;
     double leaf_up_max_over_mean = 0;   // 0 without spines
     double host_up_max_over_mean = 0;   // over the host ports that sent anything
+    // For --breakdown: wire bytes per leaf-spine link [plane][leaf][spine] and per host
+    // port [plane][host].
+    std::vector<std::vector<std::vector<uint64_t>>> leaf_up_bytes;
+    std::vector<std::vector<uint64_t>> host_up_bytes;
 };
 
 struct timeline_data {

@@ -58,6 +58,7 @@ workload::workload(const scenario& s, std::vector<std::unique_ptr<host>>& hosts)
         }
     }
     open_conns_ = pattern_conns_;
+    stats_.conn_done.assign(pattern_conns_, 0);
     stats_.messages_total = pattern_conns_ * messages_per_connection(s);
 }
 
@@ -182,6 +183,7 @@ void workload::on_initiator_completion(const completion& wc, sim_time now)
     stats_.payload_bytes += bytes;
     stats_.last_completion = std::max(stats_.last_completion, now);
     stats_.fct_us.push_back(to_us(now - c.post_time[msg % slots_]));
+    stats_.conn_done[ci] = now;
     const uint8_t* sink = sink_bytes(c, msg);
     if (sink != nullptr && std::memcmp(sink, c.src.data(msg), bytes) == 0) {
         ++stats_.messages_verified;

@@ -34,6 +34,7 @@ struct workload_stats {
     sim_time first_post = k_never;
     sim_time last_completion = 0;
     std::vector<double> fct_us;        // one sample per completed message
+    std::vector<sim_time> conn_done;   // per pattern connection: its last completion
 };
 
 class workload : public host_listener {

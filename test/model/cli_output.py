@@ -62,6 +62,18 @@ check(not lone, f"--timeline: {len(lone)} lines hold a single number")
 a = {k: v for k, v in short.items() if k not in MACHINE}
 b = {k: v for k, v in whole.items() if k not in MACHINE and k != "timeline"}
 check(a == b, "default and --timeline results differ beyond the timeline")
+check("breakdown" not in short, "default output carries the breakdown")
+
+# --breakdown: one finish time per connection, bytes per leaf-spine link and host port.
+bd = json.loads(run("--breakdown", "--quiet").stdout).get("breakdown", {})
+done = bd.get("conn_done_us", [])
+check(len(done) == short["connections"] and all(d > 0 for d in done),
+      f"--breakdown: {len(done)} finish times for {short['connections']} connections")
+check(max(done, default=0) <= short["completion_time_us"] + 0.001,
+      "--breakdown: a connection finished after the run's last completion")
+hosts = bd.get("host_up_bytes", [])
+check(len(hosts) >= 1 and sum(map(sum, hosts)) > 0, "--breakdown: no host port bytes")
+check(isinstance(bd.get("leaf_up_bytes"), list), "--breakdown: no leaf-spine bytes")
 
 beat = run("--progress", "0.01")
 progress = [l for l in beat.stderr.splitlines() if "running:" in l]
