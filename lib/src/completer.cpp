@@ -225,13 +225,6 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         smooth_rtt(f.srtt_ns, f.rttvar_ns, sample);
         plane_rtt& l = c.lane(p);
         smooth_rtt(l.srtt_ns, l.rttvar_ns, sample);
-        if (t.cc.delay_mark_ns != 0) {
-            // spec 5.3: its smoothed RTT a quarter of a delay mark (6.2a) above the
-            // connection's smallest, the path queues on its own route (a slow or loaded
-            // link the others avoid), until it is back within an eighth.
-            const uint64_t over = f.srtt_ns > c.min_rtt_ns ? f.srtt_ns - c.min_rtt_ns : 0;
-            p.queued = over > t.cc.delay_mark_ns / (p.queued ? 8 : 4);
-        }
         c.fl(p).rto_ns = std::clamp<uint64_t>(uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns), t.min_rto_ns, t.max_rto_ns);
     }
     if (newly > 0 && cfg.transport.rack) {

@@ -201,7 +201,6 @@ struct path_tx {
     bool in_retx_list : 1 = false;
     bool tlp_new : 1 = false;         // a tail probe asked for the next new packet here
     bool ack_req_next : 1 = false;    // that packet asks for an ACK at once
-    bool queued : 1 = false;          // its route queues where others do not (spec 5.3)
 };
 static_assert(sizeof(path_tx) == 32);
 static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");

@@ -139,23 +139,15 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         park(c, p);
     }
     int fallback = -1;
-    int queued_fallback = -1;
     bool starved = false;
-    bool clean = false; // a path neither suspect nor queued exists, full or not
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
         path_tx& p = c.ptx[i];
         if (p.state == path_state::congested && now >= c.fl(p).congested_until) {
             p.state = path_state::good;
         }
-        if (p.state == path_state::failed) {
-            continue;
-        }
-        // A path queued on its own route (on_ack, spec 5.3) keeps one packet out while a
-        // path without such a queue exists; the others carry the rest, waiting for their
-        // windows if need be.
-        clean = clean || (!p.queued && p.state != path_state::suspect);
-        if (c.fl(p).inflight >= c.fl(p).win_room || uint32_t(p.next_psn - p.una) >= k_path_window) {
+        if (p.state == path_state::failed || c.fl(p).inflight >= c.fl(p).win_room ||
+            uint32_t(p.next_psn - p.una) >= k_path_window) {
             continue;
         }
         if (!has_record_room(c, p)) {
@@ -168,17 +160,8 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
             }
             continue;
         }
-        if (p.queued && c.fl(p).inflight > 0) {
-            if (queued_fallback < 0) {
-                queued_fallback = int(i);
-            }
-            continue;
-        }
         c.rr_path = i + 1;
         return int(i);
-    }
-    if (!clean && queued_fallback >= 0) {
-        fallback = queued_fallback; // every path queues alike (a common bottleneck)
     }
     if (fallback >= 0) {
         c.rr_path = uint32_t(fallback) + 1;
