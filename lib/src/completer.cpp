@@ -139,6 +139,24 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
     }
 }
 
+// Admission under a share (spec 6.1): the connection takes the share's window whole on
+// its first ACK; its paths start from their part of it (at least their initial window)
+// instead of growing to it one round trip at a time, which at a long RTT costs round
+// trips of milliseconds (scale-across).
+void endpoint::impl::admit_paths(connection& c) noexcept
+{
+    const double share = std::min(cfg.transport.cc.path_cwnd_max, effective_cwnd(c.cc) / double(c.paths));
+    const uint16_t q = uint16_t(std::clamp(share, 0.0, 256.0) * 128 + 0.5);
+    for (path_tx& p : c.ptx) {
+        if (p.blk == flights.sentinel()) {
+            p.cwnd_q = std::max(p.cwnd_q, q); // its next block starts from it
+        } else if (path_flight& f = c.fl(p); f.cc.cwnd < share) {
+            f.cc.cwnd = share;
+            f.win_room = window_room(share);
+        }
+    }
+}
+
 void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t now) noexcept
 {
     if (c.state != conn_state::established) {
@@ -283,7 +301,11 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         const double path_w = fb.cc.cwnd;
         const double conn_w = c.cc.cwnd;
         const double hint_w = c.cc.hint_cwnd;
+        const bool admitted = c.cc.acked;
         cc.on_ack(fb.cc, c.cc, s);
+        if (!admitted && c.cc.hint_cwnd > 0) {
+            admit_paths(c); // spec 6.1: the share's window is spread over the paths at once
+        }
         if (fb.cc.cwnd != path_w) {
             fb.win_room = window_room(fb.cc.cwnd);
         }

@@ -178,6 +178,7 @@ struct endpoint::impl {
     bool plane_usable(uint8_t plane) const noexcept;
     uint8_t pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept;
     void reroute(connection& c, uint32_t path, uint8_t plane) noexcept;
+    void admit_paths(connection& c) noexcept;
     void request_probe(connection& c, uint32_t path) noexcept;
     void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept; // inline, below
     bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;

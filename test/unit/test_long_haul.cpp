@@ -4,6 +4,8 @@
 // sender idle or limited before its round trip has passed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "metaroce/congestion.hpp"
 #include "metaroce/rate_allocator.hpp"
 #include "pair_harness.hpp"
@@ -151,4 +153,39 @@ TEST_CASE("a COOKIE restarts the CONNECT retry schedule", "[long_haul][handshake
     // Resent one connect_retry after the COOKIE (at 230 us), not at 450 us on the schedule
     // the first CONNECTs had backed off to, then one round trip to the ACCEPT.
     CHECK(h.now() <= cookie_at + 30'000 + 230'000 + 1'000);
+}
+
+TEST_CASE("admitted under a share, every path starts from its part of the share's window",
+          "[long_haul][cc]")
+{
+    // B shares 100 Gb/s between two connections from A, 1 ms away: a 45 Gb/s share is
+    // ~5,500 packets over the 2 ms round trip, ~340 per path of 16; a path's initial
+    // window is 8. Without the spread the paths grow to it one 2 ms round trip at a time.
+    transport_config t;
+    t.paths = 16;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.inbound_capacity_mbps = 100'000;
+    cb.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1'000'000);
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    constexpr size_t k_bytes = 8 << 20;
+    buffer src(h.a(), k_bytes, k_all_access, 5);
+    buffer d1(h.b(), k_bytes, k_all_access);
+    buffer d2(h.b(), k_bytes, k_all_access);
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    // Just after the first hinted ACK: the connection window holds the share.
+    REQUIRE(h.run_until([&] { return h.a().inspect(c1)->rate_hint_mbps != 0; }));
+    const conn_info ci = *h.a().inspect(c1);
+    REQUIRE(ci.conn_cwnd > 16 * 100);
+    const double part = std::min(double(wire::k_sack_bits), ci.conn_cwnd / 16);
+    for (const path_info& p : ci.path) {
+        CHECK(p.cwnd >= part - 1);
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
 }
