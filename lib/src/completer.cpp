@@ -146,7 +146,7 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
 void endpoint::impl::admit_paths(connection& c) noexcept
 {
     const double share = std::min(cfg.transport.cc.path_cwnd_max, effective_cwnd(c.cc) / double(c.paths));
-    const uint16_t q = uint16_t(std::clamp(share, 0.0, 256.0) * 128 + 0.5);
+    const uint16_t q = pack_cwnd(share);
     for (path_tx& p : c.ptx) {
         if (p.blk == flights.sentinel()) {
             p.cwnd_q = std::max(p.cwnd_q, q); // its next block starts from it
@@ -235,15 +235,14 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     const uint32_t sample = uint32_t(now) - a.ts_echo.host();
     const bool sampled = newly > 0 && sample < (1u << 31);
     if (sampled) {
-        const transport_config& t = cfg.transport;
-        c.fl(p).min_rtt_ns = c.fl(p).min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.fl(p).min_rtt_ns, sample);
+        path_flight& f = c.fl(p);
+        f.min_rtt_ns = f.min_rtt_ns == 0 ? sample : std::min<uint64_t>(f.min_rtt_ns, sample);
         c.min_rtt_ns = c.min_rtt_ns == 0 ? sample : std::min<uint64_t>(c.min_rtt_ns, sample);
         c.srtt_ns = c.srtt_ns == 0 ? sample : (7 * c.srtt_ns + sample) / 8;
-        path_flight& f = c.fl(p);
         smooth_rtt(f.srtt_ns, f.rttvar_ns, sample);
         plane_rtt& l = c.lane(p);
         smooth_rtt(l.srtt_ns, l.rttvar_ns, sample);
-        c.fl(p).rto_ns = std::clamp<uint64_t>(uint64_t(c.fl(p).srtt_ns) + 4 * uint64_t(c.fl(p).rttvar_ns), t.min_rto_ns, t.max_rto_ns);
+        f.rto_ns = sampled_rto(f);
     }
     if (newly > 0 && cfg.transport.rack) {
         rack_detect(c, now);

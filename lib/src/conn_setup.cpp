@@ -131,8 +131,8 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         // The first block starts from these (claim_next; its RTO from first_rtt then).
         path_cc_state pc;
         cc.init(pc);
-        p.cwnd_q = uint16_t(std::clamp(pc.cwnd, 0.0, 256.0) * 128 + 0.5);
-        p.alpha_q = uint16_t(std::clamp(pc.alpha, 0.0, 1.0) * 65535 + 0.5);
+        p.cwnd_q = pack_cwnd(pc.cwnd);
+        p.alpha_q = pack_alpha(pc.alpha);
         path_rx& r = c.prx[i];
         r.expected = peer_isn;
         r.sack = sacks.sentinel();

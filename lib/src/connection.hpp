@@ -178,6 +178,19 @@ inline uint32_t unpack16(uint16_t q) noexcept
     return uint32_t(q & 2047u) << (q >> 11);
 }
 
+// A settled path's window in 1/128 packet (up to the 256-packet SACK window) and its ECN
+// alpha in 1/65535, rounded.
+inline uint16_t pack_cwnd(double cwnd) noexcept
+{
+    return uint16_t(std::clamp(cwnd, 0.0, 256.0) * 128 + 0.5);
+}
+inline double unpack_cwnd(uint16_t q) noexcept { return double(q) / 128; }
+inline uint16_t pack_alpha(double alpha) noexcept
+{
+    return uint16_t(std::clamp(alpha, 0.0, 1.0) * 65535 + 0.5);
+}
+inline double unpack_alpha(uint16_t q) noexcept { return double(q) / 65535; }
+
 // Always present: 32 bytes (with the receive half's 24, 56 per path); the rest of a
 // busy path is its block, c.fl(p).
 struct path_tx {

@@ -511,7 +511,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
         // A settled path shows its summary (and no counts: they went to the connection's).
         const path_flight& f = c->fl(p);
         const bool parked = p.blk == impl_->flights.sentinel();
-        pi.cwnd = parked ? double(p.cwnd_q) / 128 : f.cc.cwnd;
+        pi.cwnd = parked ? unpack_cwnd(p.cwnd_q) : f.cc.cwnd;
         pi.inflight = f.inflight;
         pi.next_psn = p.next_psn;
         pi.una = p.una;

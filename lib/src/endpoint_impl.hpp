@@ -179,6 +179,20 @@ struct endpoint::impl {
     uint8_t pick_plane(const connection& c, uint8_t from, bool skip_from) const noexcept;
     void reroute(connection& c, uint32_t path, uint8_t plane) noexcept;
     void admit_paths(connection& c) noexcept;
+    // RFC 6298: smoothed RTT plus four deviations, within [min_rto, max_rto]
+    // (sampled: the path has an RTT sample).
+    uint64_t sampled_rto(const detail::path_flight& f) const noexcept
+    {
+        return std::clamp<uint64_t>(uint64_t(f.srtt_ns) + 4 * uint64_t(f.rttvar_ns), cfg.transport.min_rto_ns,
+                                    cfg.transport.max_rto_ns);
+    }
+    // Three first RTTs before the path's first sample.
+    uint64_t path_rto(const connection& c, const detail::path_flight& f) const noexcept
+    {
+        const transport_config& t = cfg.transport;
+        return f.srtt_ns != 0 ? sampled_rto(f)
+                              : std::clamp<uint64_t>(3 * detail::first_rtt(c, t.initial_rtt_ns), t.min_rto_ns, t.max_rto_ns);
+    }
     void request_probe(connection& c, uint32_t path) noexcept;
     void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept; // inline, below
     bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;
@@ -324,12 +338,9 @@ inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::pat
         f.srtt_ns = detail::unpack16(p.srtt_q);
         f.rttvar_ns = detail::unpack16(p.rttvar_q);
         f.min_rtt_ns = detail::unpack16(p.min_rtt_q);
-        const transport_config& t = cfg.transport;
-        f.rto_ns = std::clamp<uint64_t>(f.srtt_ns != 0 ? uint64_t(f.srtt_ns) + 4 * uint64_t(f.rttvar_ns)
-                                                       : 3 * first_rtt(c, t.initial_rtt_ns),
-                                        t.min_rto_ns, t.max_rto_ns);
-        f.cc.cwnd = double(p.cwnd_q) / 128; // the rest of the round state starts afresh
-        f.cc.alpha = double(p.alpha_q) / 65535;
+        f.rto_ns = path_rto(c, f);
+        f.cc.cwnd = detail::unpack_cwnd(p.cwnd_q); // the rest of the round state starts afresh
+        f.cc.alpha = detail::unpack_alpha(p.alpha_q);
         f.win_room = window_room(f.cc.cwnd);
     }
     detail::path_flight& f = c.fl(p);
@@ -440,8 +451,8 @@ inline void endpoint::impl::drop_block(connection& c, detail::path_tx& p) noexce
     p.srtt_q = detail::pack16(f.srtt_ns);
     p.rttvar_q = detail::pack16(f.rttvar_ns);
     p.min_rtt_q = detail::pack16(f.min_rtt_ns);
-    p.cwnd_q = uint16_t(std::clamp(f.cc.cwnd, 0.0, 256.0) * 128 + 0.5);
-    p.alpha_q = uint16_t(std::clamp(f.cc.alpha, 0.0, 1.0) * 65535 + 0.5);
+    p.cwnd_q = detail::pack_cwnd(f.cc.cwnd);
+    p.alpha_q = detail::pack_alpha(f.cc.alpha);
     c.settled_tx += f.tx_packets;
     c.settled_retx += f.retransmits;
     flights.give(p.blk);
@@ -531,7 +542,6 @@ inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uin
     if (p.plane < plane_tab.size()) {
         plane_tab[p.plane].timeouts_since_progress = 0;
     }
-    (void)c;
 }
 
 inline void endpoint::impl::heard_from_peer(connection& c, uint64_t now) noexcept
