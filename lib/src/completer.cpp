@@ -606,8 +606,8 @@ void endpoint::impl::tail_probe(connection& c, uint32_t i, uint64_t now, bool al
     if (psn == p.una) {
         return; // nothing on the wire
     }
-    if (allow_new && cfg.transport.tlp_new_data && !p.tlp_new && p.state != path_state::failed && new_data_ready(c) &&
-        c.tlp_paths.push(uint16_t(i))) {
+    if (allow_new && cfg.transport.tlp_new_data && !p.tlp_new && p.state != path_state::failed && new_data_ready(c)) {
+        c.tlp_paths.push(i, c.tlp_link());
         p.tlp_new = true;
         ++stats.tail_probes_new;
     } else {

@@ -106,6 +106,7 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->naks = fixed_ring<nak_entry>(k_nak_ring);
     c->recs = records.base();
     c->fls = flights.base();
+    c->acks = acks.base();
     cc.init(c->cc);
     refresh_windows(*c);
     connection* raw = c.get();
@@ -136,6 +137,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
         path_rx& r = c.prx[i];
         r.expected = peer_isn;
         r.sack = sacks.sentinel();
+        r.ack = acks.sentinel();
         r.reply_plane = p.plane;
         r.reply_sport = p.udp_sport;
     }
@@ -145,9 +147,6 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     c.rslots.reset(recv_slots.base(), recv_slots.sentinel(), c.max_msgs); // once: a connection is set up once
     // c.streams keeps its local size: requests posted while connecting may name
     // streams beyond the agreed count; on_accept fails those.
-    c.ack_queue = fixed_ring<uint16_t>(c.paths);
-    c.retx_paths = fixed_ring<uint16_t>(c.paths);
-    c.tlp_paths = fixed_ring<uint16_t>(c.paths);
     // Room for every packet the windows allow on the wire (entries of settled packets
     // leave when they reach the front; on overflow the oldest goes, to the tail probe).
     c.sent_order.cap = uint32_t(std::max<double>(1, std::min<double>(double(c.paths) * k_path_window, t.cc.conn_cwnd_max)));

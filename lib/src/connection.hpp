@@ -133,6 +133,7 @@ struct path_flight {
     uint16_t tail = record_pool::k_nil; // the chunk of next_psn, once taken (saves a look-up per packet)
     uint8_t dir_head = 0;             // directory slot of una's chunk
     uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
+    uint8_t retx_next = 0;            // retx_paths' link (in the list only while busy)
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     uint32_t also_cum = 0;            // highest cum another path's ACK repeated (spec 3.6)
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the
@@ -214,6 +215,7 @@ struct path_tx {
     bool in_retx_list : 1 = false;
     bool tlp_new : 1 = false;         // a tail probe asked for the next new packet here
     bool ack_req_next : 1 = false;    // that packet asks for an ACK at once
+    uint8_t tlp_next = 0;             // tlp_paths' link
 };
 static_assert(sizeof(path_tx) == 32);
 static_assert(k_dir_slots == 17, "one slot per chunk a 256-PSN window can touch");
@@ -352,18 +354,61 @@ inline bool cover(coverage& cv, coverage_key& key, uint32_t offset, uint32_t msg
 // that arrives above `expected` until the run is complete again (every bit clear).
 using sack_pool = chunk_pool<sack_window::bitmap, 1>;
 
-// 24 bytes; the bitmap of an open hole is in the endpoint's sack pool.
-struct path_rx {
-    uint32_t expected = 0;            // the cumulative point: next PSN in order
+// What a path's next ACK reports, held from the first packet it answers (or the first
+// reason to send one) until it is built: an idle path owes none and holds none. The
+// sentinel reads as nothing owed.
+struct ack_block {
     uint32_t bytes_since_ack = 0;
-    uint32_t last_ts = 0;
     uint16_t rx_pkts = 0;
     uint16_t ce_pkts = 0;
+    bool queued = false;              // in the connection's ack_queue
+    bool delayed = false;             // waits for ack_deadline
+    uint8_t next = 0;                 // ack_queue's link
+};
+using ack_pool = chunk_pool<ack_block, 1>;
+
+// 16 bytes; the bitmap of an open hole and the ACK owed are in endpoint pools.
+struct path_rx {
+    uint32_t expected = 0;            // the cumulative point: next PSN in order
+    uint32_t last_ts = 0;             // echoed by every ACK, owed or not (a pushed share)
     uint16_t sack = 0;                // its bitmap while a hole is open, else the pool's sentinel (all clear)
+    uint16_t ack = 0;                 // its ack_block while an ACK is owed, else the pool's sentinel
     uint16_t reply_sport = 0;         // ACKs go back the way data came
     uint8_t reply_plane = 0;
-    bool ack_queued = false;
-    bool ack_delayed = false;
+};
+static_assert(sizeof(path_rx) == 16);
+
+// A FIFO of path indexes threaded through a byte of each path's state (`link`), so
+// nothing in it is sized by the path count. A path is in a list at most once (a flag
+// says so): a push never fails. Paths are at most 256, so a byte names any of them and
+// the count, not a nil link, marks the end.
+struct path_list {
+    uint16_t count = 0;
+    uint8_t head = 0;
+    uint8_t tail = 0;
+
+    bool empty() const noexcept { return count == 0; }
+    uint32_t size() const noexcept { return count; }
+    uint32_t front() const noexcept { return head; }
+    template <typename Link>
+    void push(uint32_t path, Link&& link) noexcept
+    {
+        if (count == 0) {
+            head = uint8_t(path);
+        } else {
+            link(tail) = uint8_t(path);
+        }
+        tail = uint8_t(path);
+        ++count;
+    }
+    template <typename Link>
+    void pop(Link&& link) noexcept
+    {
+        if (--count != 0) {
+            head = link(head);
+        }
+    }
+    void clear() noexcept { count = 0; }
 };
 
 // Requester: one posted send work request, keyed by msn % max_msgs.
@@ -522,7 +567,7 @@ struct connection {
     uint32_t rr_path = 0;
     // RACK (spec 5.5): losses judged by time across all paths of the connection.
     send_log sent_order;              // transmissions, oldest first
-    fixed_ring<uint16_t> tlp_paths;   // paths whose tail probe waits for a new packet
+    path_list tlp_paths;              // paths whose tail probe waits for a new packet (tlp_link)
     uint32_t rack_sent = 0;           // send time (low 32 bits) of the newest-sent delivered packet
     uint32_t rack_rtt = 0;            // its round trip
     bool rack_valid = false;
@@ -550,8 +595,9 @@ struct connection {
     uint32_t job_count = 0;
     uint32_t job_tx = 0;              // offset from job_head of the job being sent
 
-    fixed_ring<uint16_t> ack_queue;
-    fixed_ring<uint16_t> retx_paths;
+    path_list ack_queue;              // paths whose ACK is due now (ack_link)
+    path_list retx_paths;             // paths with lost records to resend (retx_link)
+    ack_block* acks = nullptr;        // the endpoint's ACK pool (block i at acks[i])
     fixed_ring<nak_entry> naks;
     wire::nak_reason fatal_reason = wire::nak_reason::invalid_request;
     uint32_t fatal_msn = 0;
@@ -605,6 +651,22 @@ struct connection {
     // Path p's block: the pool's sentinel (read only) while the path is settled.
     path_flight& fl(const path_tx& p) noexcept { return fls[p.blk]; }
     const path_flight& fl(const path_tx& p) const noexcept { return fls[p.blk]; }
+    // The ACK path r owes: the pool's sentinel (read only) while none is.
+    ack_block& ack(const path_rx& r) noexcept { return acks[r.ack]; }
+    const ack_block& ack(const path_rx& r) const noexcept { return acks[r.ack]; }
+    // The lists' links (a path in retx_paths holds its block: it has records lost).
+    auto retx_link() noexcept
+    {
+        return [this](uint32_t i) -> uint8_t& { return fl(ptx[i]).retx_next; };
+    }
+    auto tlp_link() noexcept
+    {
+        return [this](uint32_t i) -> uint8_t& { return ptx[i].tlp_next; };
+    }
+    auto ack_link() noexcept
+    {
+        return [this](uint32_t i) -> uint8_t& { return ack(prx[i]).next; };
+    }
     // The RTT estimate of the plane path p is on now.
     plane_rtt& lane(const path_tx& p) noexcept
     {
@@ -724,7 +786,8 @@ inline void queue_retx(connection& c, uint32_t path, uint32_t psn) noexcept
     path_flight& f = c.fl(p);
     if (!p.in_retx_list) {
         f.retx_from = psn;
-        p.in_retx_list = c.retx_paths.push(uint16_t(path));
+        c.retx_paths.push(path, c.retx_link());
+        p.in_retx_list = true;
     } else if (seq_lt(psn, f.retx_from)) {
         f.retx_from = psn;
     }

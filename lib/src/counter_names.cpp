@@ -61,6 +61,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, slot_pool_waits, "messages refused or deferred for want of a free message slot chunk"),
     METAROCE_COUNTER(counters, send_log_misses, "transmissions not logged for RACK for want of a free send log chunk"),
     METAROCE_COUNTER(counters, sack_pool_waits, "out-of-order packets refused for want of a free SACK bitmap"),
+    METAROCE_COUNTER(counters, ack_pool_waits, "packets refused (or ACKs not queued) for want of a free ACK block"),
     METAROCE_COUNTER(counters, nak_drops, "NAKs not queued because the connection's NAK ring was full"),
     counter_field{"rx_malformed", k_malformed_first, "packets that failed to parse, by reason",
                   size_t(wire::parse_error::count_) - 1, &malformed_name},

@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks), acks(c.ack_blocks),
       send_slots(c.send_slot_chunks, true), recv_slots(c.recv_slot_chunks, true), logs(c.send_log_chunks, true),
       job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
@@ -142,6 +142,10 @@ void endpoint::impl::release_slots(connection& c) noexcept
         if (r.sack != sacks.sentinel()) {
             sacks.give(r.sack);
             r.sack = sacks.sentinel();
+        }
+        if (r.ack != acks.sentinel()) {
+            acks.give(r.ack);
+            r.ack = acks.sentinel();
         }
     }
 }
@@ -284,6 +288,7 @@ pool_usage endpoint::pools() const noexcept
     add_pool(u, e.records, k_chunk_records * sizeof(pkt_record));
     add_pool(u, e.flights, sizeof(path_flight));
     add_pool(u, e.sacks, sizeof(sack_window::bitmap));
+    add_pool(u, e.acks, sizeof(ack_block));
     add_pool(u, e.send_slots, e.send_slots.chunk_bytes());
     add_pool(u, e.recv_slots, e.recv_slots.chunk_bytes());
     add_pool(u, e.logs, e.logs.chunk_bytes());
@@ -447,8 +452,8 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
-size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uint16_t send_nil, uint16_t recv_nil,
-                   uint16_t job_nil) noexcept
+size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uint16_t ack_nil, uint16_t send_nil,
+                   uint16_t recv_nil, uint16_t job_nil) noexcept
 {
     size_t chunks = 0;
     size_t busy = 0;
@@ -461,13 +466,15 @@ size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uin
     bytes += c.ptx.size() * sizeof(path_tx) + c.prx.size() * sizeof(path_rx);
     bytes += size_t(std::count_if(c.prx.begin(), c.prx.end(), [&](const path_rx& r) { return r.sack != sack_nil; })) *
              sizeof(sack_window::bitmap);
+    bytes += size_t(std::count_if(c.prx.begin(), c.prx.end(), [&](const path_rx& r) { return r.ack != ack_nil; })) *
+             sizeof(ack_block);
     bytes += held(c.sq.dir, send_nil) * k_slots_per_chunk * sizeof(send_slot) +
              held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
     bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
     bytes += held(c.jobs.dir, job_nil) * k_slots_per_chunk * sizeof(read_job) + c.jobs.dir.capacity() * sizeof(uint16_t);
-    bytes += c.ack_queue.capacity() * sizeof(uint16_t) + c.retx_paths.capacity() * sizeof(uint16_t);
     bytes += c.naks.capacity() * sizeof(nak_entry);
-    bytes += c.sent_order.chunks() * log_pool::chunk_bytes() + c.tlp_paths.capacity() * sizeof(uint16_t);
+    bytes += c.sent_order.chunks() * log_pool::chunk_bytes();
+    bytes += c.plane_rtts.capacity() * sizeof(plane_rtt);
     for (const stream_state& s : c.streams) {
         bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
     }
@@ -498,7 +505,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.outstanding_msgs = c->outstanding;
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
-    ci.state_bytes = state_bytes(*c, impl_->flights.sentinel(), impl_->sacks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
+    ci.state_bytes = state_bytes(*c, impl_->flights.sentinel(), impl_->sacks.sentinel(), impl_->acks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
                                  impl_->job_slots.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];

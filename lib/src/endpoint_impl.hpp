@@ -66,6 +66,7 @@ struct endpoint::impl {
     detail::record_pool records;                    // in-flight packet records, all connections
     detail::flight_pool flights;                    // busy paths' directories (path_flight)
     detail::sack_pool sacks;                        // SACK bitmaps of paths with a hole open
+    detail::ack_pool acks;                          // what the ACK a receiving path owes reports
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
     detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
     detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
@@ -246,6 +247,8 @@ struct endpoint::impl {
     bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool build_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
+    bool owe_ack(detail::path_rx& r) noexcept;
+    void settle_ack(detail::path_rx& r) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
     void push_shares() noexcept;
     uint32_t loss_slack(const connection& c, uint32_t path) const noexcept;
@@ -438,6 +441,29 @@ inline void endpoint::impl::park(connection& c, detail::path_tx& p) noexcept
         if (!pool_waiters.empty()) {
             wake_pool_waiters(); // a path starved of a block (record_pool_waits) may send now
         }
+    }
+}
+
+// r owes an ACK from now: its block, taken if it had none; false (counted) when none is free.
+inline bool endpoint::impl::owe_ack(detail::path_rx& r) noexcept
+{
+    if (r.ack == acks.sentinel()) [[unlikely]] {
+        r.ack = acks.take();
+        if (r.ack == acks.sentinel()) {
+            ++stats.ack_pool_waits;
+            return false;
+        }
+    }
+    return true;
+}
+
+// r's block goes back if no ACK is owed after all (neither queued nor delayed).
+inline void endpoint::impl::settle_ack(detail::path_rx& r) noexcept
+{
+    const detail::ack_block& a = acks.base()[r.ack];
+    if (r.ack != acks.sentinel() && !a.queued && !a.delayed) {
+        acks.give(r.ack);
+        r.ack = acks.sentinel();
     }
 }
 

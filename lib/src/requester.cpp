@@ -126,8 +126,8 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
     }
     while (!c.tlp_paths.empty()) {
         // A tail probe waits for this packet (spec 5.6): it goes on the quiet path.
-        const uint16_t i = c.tlp_paths.front();
-        c.tlp_paths.pop();
+        const uint32_t i = c.tlp_paths.front();
+        c.tlp_paths.pop(c.tlp_link());
         path_tx& p = c.ptx[i];
         p.tlp_new = false;
         if (p.state != path_state::failed && c.fl(p).inflight < c.fl(p).win_room &&
@@ -336,12 +336,12 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
     // A failed path keeps its queue until a probe is answered: rotate past it.
     for (size_t skips = c.retx_paths.size(); skips > 0 && c.ptx[c.retx_paths.front()].state == path_state::failed;
          --skips) {
-        const uint16_t path = c.retx_paths.front();
-        c.retx_paths.pop();
-        c.retx_paths.push(path);
+        const uint32_t path = c.retx_paths.front();
+        c.retx_paths.pop(c.retx_link());
+        c.retx_paths.push(path, c.retx_link());
     }
     while (!c.retx_paths.empty()) {
-        const uint16_t path = c.retx_paths.front();
+        const uint32_t path = c.retx_paths.front();
         path_tx& p = c.ptx[path];
         if (p.state == path_state::failed) {
             return false; // only failed paths have something to resend
@@ -368,11 +368,11 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
                     return true;
                 }
             }
-            c.retx_paths.pop();
+            c.retx_paths.pop(c.retx_link());
             p.in_retx_list = false;
             return true;
         }
-        c.retx_paths.pop();
+        c.retx_paths.pop(c.retx_link());
         p.in_retx_list = false;
         park(c, p); // a repeated cumulative point settled everything it had lost
     }

@@ -108,8 +108,13 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
 __attribute__((always_inline)) inline void endpoint::impl::queue_ack(connection& c, uint32_t path) noexcept
 {
     path_rx& r = c.prx[path];
-    if (!r.ack_queued) {
-        r.ack_queued = c.ack_queue.push(uint16_t(path));
+    if (!owe_ack(r)) {
+        return; // no block free: the path's next ACK (its data's resend) says it all
+    }
+    ack_block& a = c.ack(r);
+    if (!a.queued) {
+        a.queued = true;
+        c.ack_queue.push(path, c.ack_link());
     }
     if (!c.in_ack_ready) {
         c.in_ack_ready = ack_ready.push(slot_of(c.id));
@@ -132,7 +137,7 @@ void endpoint::impl::push_shares() noexcept
 void endpoint::impl::flush_delayed_acks(connection& c) noexcept
 {
     for (uint32_t i = 0; i < c.prx.size(); ++i) {
-        if (c.prx[i].ack_delayed) {
+        if (c.ack(c.prx[i]).delayed) {
             queue_ack(c, i);
         }
     }
@@ -169,6 +174,11 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         // sender resends it (the ACK shows the gap below it as it stands).
         ++stats.sack_pool_waits;
         queue_ack(c, p.path);
+        return;
+    }
+    if (!owe_ack(r)) {
+        // Every packet taken is acknowledged, and no block is free to count it in: not
+        // taken, not recorded, resent like a lost one (no ACK either: none can be owed).
         return;
     }
     outcome o;
@@ -302,18 +312,19 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             sacks.give(r.sack); // the run is complete: nothing above expected
             r.sack = sacks.sentinel();
         }
-        r.bytes_since_ack += uint32_t(p.payload.size());
-        r.rx_pkts = uint16_t(std::min<uint32_t>(0xffff, r.rx_pkts + 1u));
+        ack_block& ab = c.ack(r); // taken above (push_shares keeps what it finds)
+        ab.bytes_since_ack += uint32_t(p.payload.size());
+        ab.rx_pkts = uint16_t(std::min<uint32_t>(0xffff, ab.rx_pkts + 1u));
         if (m.ce) {
-            r.ce_pkts = uint16_t(std::min<uint32_t>(0xffff, r.ce_pkts + 1u));
+            ab.ce_pkts = uint16_t(std::min<uint32_t>(0xffff, ab.ce_pkts + 1u));
             ++stats.rx_ce;
         }
         const bool now_ack = joined || (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
-                             hole || r.bytes_since_ack >= cfg.transport.ack_every_bytes;
+                             hole || ab.bytes_since_ack >= cfg.transport.ack_every_bytes;
         if (now_ack) {
             queue_ack(c, p.path);
-        } else if (!r.ack_delayed) {
-            r.ack_delayed = true;
+        } else if (!ab.delayed) {
+            ab.delayed = true;
             c.ack_deadline = std::min(c.ack_deadline, now + cfg.transport.ack_delay_ns);
             c.conn_deadline = std::min(c.conn_deadline, c.ack_deadline);
         }
@@ -338,6 +349,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         if (!c.naks.push(e)) { // bounded; a lost NAK is repeated when the packet is resent
             ++stats.nak_drops;
         }
+        settle_ack(c.prx[p.path]); // taken above for an ACK this packet does not owe
         mark_ready(c);
         if (o.v == verdict::nak && c.state != conn_state::error) {
             mark_fatal(c, o.reason, p.msn);
@@ -571,11 +583,10 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     if (c.ack_queue.empty()) {
         return false;
     }
-    const uint16_t path = c.ack_queue.front();
-    c.ack_queue.pop();
+    const uint32_t path = c.ack_queue.front();
+    c.ack_queue.pop(c.ack_link());
     path_rx& r = c.prx[path];
-    r.ack_queued = false;
-    r.ack_delayed = false;
+    const ack_block& ab = c.ack(r);
     wire::bth_fields b = bth_for(c, wire::opcode::ack, uint8_t(path), r.reply_plane, now);
     b.psn = r.expected;
     wire::ack_header a{};
@@ -584,20 +595,19 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     const uint32_t hint = rates.enabled() ? rates.hint_mbps(slot_of(c.id)) : 0;
     rates.told(slot_of(c.id), hint);
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
-    a.rx_pkts = wire::be16_t::from_host(r.rx_pkts);
-    a.ce_pkts = wire::be16_t::from_host(r.ce_pkts);
+    a.rx_pkts = wire::be16_t::from_host(ab.rx_pkts);
+    a.ce_pkts = wire::be16_t::from_host(ab.ce_pkts);
     sack_window::to_wire(sacks.base()[r.sack], a.sack);
-    if (c.last_ack_path >= 0 && c.last_ack_path != path) {
+    if (c.last_ack_path >= 0 && c.last_ack_path != int32_t(path)) {
         // The previous ACK, repeated in short: if it was lost, the data it acknowledged
         // is not resent (spec 3.6).
         const uint32_t q = uint32_t(c.last_ack_path);
         a.also_cum = wire::be32_t::from_host(wire::pack_also_cum(uint8_t(q), c.prx[q].expected));
         b.flags |= wire::bth_flag::also_acks;
     }
-    c.last_ack_path = path;
-    r.rx_pkts = 0;
-    r.ce_pkts = 0;
-    r.bytes_since_ack = 0;
+    c.last_ack_path = int32_t(path);
+    acks.give(r.ack); // nothing is owed once it is built
+    r.ack = acks.sentinel();
     f.len = wire::build_ack(f.buf, b, a);
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;

@@ -123,6 +123,11 @@ struct endpoint_config {
     // free is not taken (counter sack_pool_waits) and is resent like a lost one.
     // 16384: 512 KiB. At most 65535.
     uint32_t sack_blocks = 16384;
+    // What the next ACK of a receiving path reports (12 B: bytes, packets and CE marks
+    // since the last, its place in the ACK queue), held from the first packet it answers
+    // until it is built. A packet that finds none free is not taken (counter
+    // ack_pool_waits) and is resent like a lost one. 16384: 192 KiB. At most 65535.
+    uint32_t ack_blocks = 16384;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.

@@ -63,6 +63,7 @@ struct counters {
     uint64_t slot_pool_waits = 0;      // a message found no free slot chunk (send/recv_slot_chunks)
     uint64_t send_log_misses = 0;      // transmissions RACK could not log (send_log_chunks spent)
     uint64_t sack_pool_waits = 0;      // out-of-order packets refused: no free SACK bitmap (sack_blocks)
+    uint64_t ack_pool_waits = 0;       // packets refused or ACKs not queued: no free ACK block (ack_blocks)
     uint64_t nak_drops = 0;            // NAKs not queued: the connection's NAK ring was full
     // Indexed by parse_error; [none] stays 0.
     std::array<uint64_t, size_t(wire::parse_error::count_)> rx_malformed{};
