@@ -105,7 +105,7 @@ void endpoint::impl::credit(connection& c, rec_kind kind, uint16_t slot, uint32_
 // implies every earlier message of the stream has landed.
 void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
 {
-    stream_state& ss = c.streams[stream];
+    stream_state& ss = c.stream(stream);
     while (ss.head != k_nil) {
         send_slot& s = c.sq[ss.head];
         if (!s.done) {
@@ -433,7 +433,7 @@ void endpoint::impl::on_nak(connection& c, const wire::packet_view& pk, uint64_t
         if (t.rnr_retries != 7 && ++s.rnr_count > t.rnr_retries) {
             // Blame the oldest unfinished request of the stream: in verbs order it is the
             // one the receiver was not ready for; the later ones are flushed behind it.
-            const int32_t head = c.streams[s.wr.stream].head;
+            const int32_t head = c.stream(s.wr.stream).head;
             send_slot& oldest = head != k_nil && !c.sq[head].done ? c.sq[head] : s;
             oldest.status = wc_status::rnr_retry_exc_err;
             oldest.done = true;

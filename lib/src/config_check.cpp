@@ -44,6 +44,7 @@ std::string validate(const endpoint_config& c)
     chunks(c.read_job_chunks, "read_job_chunks", "chunks of 16 READ jobs");
     chunks(c.sack_blocks, "sack_blocks", "32-byte SACK bitmaps");
     chunks(c.ack_blocks, "ack_blocks", "12-byte blocks of an ACK owed");
+    chunks(c.stream_blocks, "stream_blocks", "48-byte stream records");
     k.require(c.max_mrs >= 1, "max_mrs", "must be at least 1", c.max_mrs);
     k.require(c.hint_utilization > 0 && c.hint_utilization <= 1, "hint_utilization",
               "must be in (0, 1]", c.hint_utilization);

@@ -99,11 +99,12 @@ connection* endpoint::impl::create_conn(uint32_t peer_addr, bool incoming)
     c->max_msgs = std::max<uint16_t>(t.max_msgs, 1);
     c->planes = std::max<uint8_t>(t.planes, 1);
     c->sq.reset(send_slots.base(), send_slots.sentinel(), c->max_msgs);
-    // Receive rings are sized by the first post_recv of each stream: a connection with
-    // many streams (one per Verbs QP) pays for the ones that receive.
-    c->streams.resize(c->streams_n);
+    // Stream records are taken at a stream's first use and receive rings sized by its
+    // first post_recv: a connection with many streams (one per Verbs QP) pays for the
+    // ones it uses.
+    c->sdir.assign(c->streams_n, stream_recs.sentinel());
+    c->strs = stream_recs.base();
     c->jobs.reset(job_slots.base(), job_slots.sentinel(), std::max<uint16_t>(t.max_reads, 1));
-    c->naks = fixed_ring<nak_entry>(k_nak_ring);
     c->recs = records.base();
     c->fls = flights.base();
     c->acks = acks.base();
@@ -145,7 +146,7 @@ void endpoint::impl::init_paths(connection& c, uint32_t peer_isn)
     // not all put their first packets on the same plane.
     c.rr_path = uint32_t(random64() % c.paths);
     c.rslots.reset(recv_slots.base(), recv_slots.sentinel(), c.max_msgs); // once: a connection is set up once
-    // c.streams keeps its local size: requests posted while connecting may name
+    // c.sdir keeps its local size: requests posted while connecting may name
     // streams beyond the agreed count; on_accept fails those.
     // Room for every packet the windows allow on the wire (entries of settled packets
     // leave when they reach the front; on overflow the oldest goes, to the tail probe).
@@ -303,8 +304,8 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     push_event(conn_event::kind::established, c);
     // Requests posted while connecting on streams the peer does not have can never
     // be delivered: they fail now instead of being sent.
-    for (uint16_t st = c.streams_n; st < c.streams.size(); ++st) {
-        stream_state& ss = c.streams[st];
+    for (uint16_t st = c.streams_n; st < c.stream_slots(); ++st) {
+        stream_state& ss = c.stream(st);
         for (int32_t i = ss.head; i != k_nil; i = c.sq[i].next_in_stream) {
             c.sq[i].done = true;
             c.sq[i].status = wc_status::rem_inv_req_err;
@@ -312,7 +313,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
         try_complete(c, st);
         while (ss.rq_consumed != ss.rq_posted) {
             completion wc;
-            wc.wr_id = ss.rq[ss.rq_consumed % ss.rq.size()].wr_id;
+            wc.wr_id = ss.rq[ss.rq_consumed % ss.rq_size].wr_id;
             wc.conn = c.id;
             wc.stream = st;
             wc.status = wc_status::wr_flush_err;
@@ -487,7 +488,8 @@ void endpoint::impl::flush(connection& c) noexcept
 {
     // Per stream, in order: once a message did not land (or failed), later ones
     // flush too even if they were delivered, since their success would claim it had.
-    for (stream_state& ss : c.streams) {
+    for (uint32_t st = 0; st < c.stream_slots(); ++st) {
+        const stream_state& ss = c.stream(st);
         bool broken = false;
         for (int32_t i = ss.head; i != k_nil; i = c.sq[i].next_in_stream) {
             send_slot& s = c.sq[i];
@@ -498,7 +500,7 @@ void endpoint::impl::flush(connection& c) noexcept
             broken = broken || s.status != wc_status::success;
         }
     }
-    for (uint16_t st = 0; st < c.streams.size(); ++st) {
+    for (uint16_t st = 0; st < c.stream_slots(); ++st) {
         try_complete(c, st);
     }
     flush_recvs(c);
@@ -525,10 +527,10 @@ void endpoint::impl::flush(connection& c) noexcept
 // room; the rest follow from poll_cq (resume_cq_waiters), so none is lost.
 void endpoint::impl::flush_recvs(connection& c) noexcept
 {
-    for (uint16_t st = 0; st < c.streams.size(); ++st) {
-        stream_state& ss = c.streams[st];
+    for (uint16_t st = 0; st < c.stream_slots(); ++st) {
+        stream_state& ss = c.stream(st);
         while (ss.rq_consumed != ss.rq_posted) {
-            const posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
+            const posted_recv& r = ss.rq[ss.rq_consumed % ss.rq_size];
             completion wc;
             wc.wr_id = r.wr_id;
             wc.conn = c.id;
@@ -551,7 +553,8 @@ void endpoint::impl::enter_error(connection& c, wc_status first) noexcept
         return;
     }
     // The oldest unfinished request takes the specific status.
-    for (stream_state& ss : c.streams) {
+    for (uint32_t st = 0; st < c.stream_slots(); ++st) {
+        const stream_state& ss = c.stream(st);
         if (ss.head != k_nil && !c.sq[ss.head].done && c.sq[ss.head].status == wc_status::success) {
             c.sq[ss.head].status = first;
             break;

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "chunk_pool.hpp"
-#include "fixed_ring.hpp"
 #include "record_pool.hpp"
 #include "metaroce/congestion.hpp"
 #include "metaroce/endpoint.hpp"
@@ -471,6 +470,10 @@ struct posted_recv {
     int32_t sgl = -1;                 // a scatter list in the endpoint's sge_pool
 };
 
+// A stream's state, drawn from an endpoint pool when the stream is first used (a post
+// on it, or the first packet of a message on it) and kept until teardown: its sequence
+// numbers must survive idle spells. Unused streams read the pool's sentinel, whose
+// defaults say nothing posted, pending or received.
 struct stream_state {
     // requester side
     uint32_t next_ssn = 0;
@@ -480,10 +483,12 @@ struct stream_state {
     // responder side
     uint32_t commit_ssn = 0;
     int32_t pending = k_nil;          // complete, not yet committed inbound slots
-    std::vector<posted_recv> rq;
     uint32_t rq_posted = 0;
     uint32_t rq_consumed = 0;
+    posted_recv* rq = nullptr;        // its receive ring, once posted to (owned by connection::rqs)
+    uint32_t rq_size = 0;
 };
+using stream_pool = chunk_pool<stream_state, 1>;
 
 // Responder: a READ being answered from local memory.
 struct read_job {
@@ -510,6 +515,53 @@ struct nak_entry {
     uint8_t path = 0;
     uint32_t psn = 0;
     wire::nak_header hdr{};
+};
+// The ring is a chunk of the endpoint's pool, held only while a NAK waits. The pool has
+// a chunk for every connection slot, so a push finds one (else it counts as a drop).
+using nak_pool = chunk_pool<nak_entry, k_nak_ring>;
+
+struct nak_queue {
+    uint16_t chunk = 0;               // meaningless while empty
+    uint8_t head = 0;
+    uint8_t count = 0;
+
+    bool empty() const noexcept { return count == 0; }
+    // False (the NAK is dropped) when the ring is full or no chunk is free.
+    bool push(nak_pool& pool, const nak_entry& e) noexcept
+    {
+        if (count == k_nak_ring) {
+            return false;
+        }
+        if (count == 0) {
+            chunk = pool.take();
+            if (chunk == pool.sentinel()) {
+                return false;
+            }
+            head = 0;
+        }
+        pool.base()[size_t(chunk) * k_nak_ring + (head + count) % k_nak_ring] = e;
+        ++count;
+        return true;
+    }
+    const nak_entry& front(const nak_pool& pool) const noexcept
+    {
+        return pool.base()[size_t(chunk) * k_nak_ring + head];
+    }
+    void pop(nak_pool& pool) noexcept
+    {
+        head = uint8_t((head + 1) % k_nak_ring);
+        if (--count == 0) {
+            pool.give(chunk);
+        }
+    }
+    // Teardown: the chunk goes back with whatever waits in it.
+    void release(nak_pool& pool) noexcept
+    {
+        if (count != 0) {
+            pool.give(chunk);
+            count = 0;
+        }
+    }
 };
 
 // Connection ids carry their table slot + 1 in the low 16 bits (a generation above).
@@ -588,7 +640,12 @@ struct connection {
     uint32_t reads_outstanding = 0;
 
     slot_table<recv_slot> rslots;     // size = negotiated max_msgs; chunks while in use
-    std::vector<stream_state> streams;
+    // Each stream's record in the endpoint's stream pool, or its sentinel while unused;
+    // sized by the local stream count (requests posted while connecting may name streams
+    // the peer turns out not to have).
+    std::vector<uint16_t> sdir;
+    stream_state* strs = nullptr;     // the pool's storage
+    std::vector<std::unique_ptr<posted_recv[]>> rqs; // the receive rings of streams posted to
 
     slot_table<read_job> jobs;        // ring of max_reads; chunks while in use
     uint32_t job_head = 0;            // ring of jobs in arrival order
@@ -598,7 +655,7 @@ struct connection {
     path_list ack_queue;              // paths whose ACK is due now (ack_link)
     path_list retx_paths;             // paths with lost records to resend (retx_link)
     ack_block* acks = nullptr;        // the endpoint's ACK pool (block i at acks[i])
-    fixed_ring<nak_entry> naks;
+    nak_queue naks;
     wire::nak_reason fatal_reason = wire::nak_reason::invalid_request;
     uint32_t fatal_msn = 0;
     bool has_fatal = false;
@@ -651,6 +708,10 @@ struct connection {
     // Path p's block: the pool's sentinel (read only) while the path is settled.
     path_flight& fl(const path_tx& p) noexcept { return fls[p.blk]; }
     const path_flight& fl(const path_tx& p) const noexcept { return fls[p.blk]; }
+    // Stream s (< sdir.size()): the pool's sentinel (read only) until claim_stream.
+    stream_state& stream(uint32_t s) noexcept { return strs[sdir[s]]; }
+    const stream_state& stream(uint32_t s) const noexcept { return strs[sdir[s]]; }
+    uint32_t stream_slots() const noexcept { return uint32_t(sdir.size()); }
     // The ACK path r owes: the pool's sentinel (read only) while none is.
     ack_block& ack(const path_rx& r) noexcept { return acks[r.ack]; }
     const ack_block& ack(const path_rx& r) const noexcept { return acks[r.ack]; }

@@ -24,7 +24,8 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks), acks(c.ack_blocks),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks), acks(c.ack_blocks), stream_recs(c.stream_blocks),
+      nak_rings(std::min<uint32_t>(c.max_connections, 0xfffe), true),
       send_slots(c.send_slot_chunks, true), recv_slots(c.recv_slot_chunks, true), logs(c.send_log_chunks, true),
       job_slots(c.read_job_chunks), cc(c.transport.cc),
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
@@ -148,6 +149,13 @@ void endpoint::impl::release_slots(connection& c) noexcept
             r.ack = acks.sentinel();
         }
     }
+    c.naks.release(nak_rings);
+    for (uint16_t& d : c.sdir) {
+        if (d != stream_recs.sentinel()) {
+            stream_recs.give(d);
+            d = stream_recs.sentinel();
+        }
+    }
 }
 
 void endpoint::impl::wait_for_records(connection& c) noexcept
@@ -181,7 +189,7 @@ void endpoint::impl::resume_cq_waiters() noexcept
             continue;
         }
         c->cq_blocked = false;
-        for (uint16_t s = 0; s < c->streams.size(); ++s) {
+        for (uint16_t s = 0; s < c->stream_slots(); ++s) {
             try_complete(*c, s);
             if (c->state == conn_state::established) {
                 try_commit(*c, s);
@@ -289,6 +297,8 @@ pool_usage endpoint::pools() const noexcept
     add_pool(u, e.flights, sizeof(path_flight));
     add_pool(u, e.sacks, sizeof(sack_window::bitmap));
     add_pool(u, e.acks, sizeof(ack_block));
+    add_pool(u, e.stream_recs, sizeof(stream_state));
+    add_pool(u, e.nak_rings, nak_pool::chunk_bytes());
     add_pool(u, e.send_slots, e.send_slots.chunk_bytes());
     add_pool(u, e.recv_slots, e.recv_slots.chunk_bytes());
     add_pool(u, e.logs, e.logs.chunk_bytes());
@@ -453,7 +463,7 @@ size_t held(const std::vector<uint16_t>& dir, uint16_t sentinel) noexcept
 // What a connection holds right now: its own structures and the pool chunks of its
 // messages and packets in flight (an idle connection holds none).
 size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uint16_t ack_nil, uint16_t send_nil,
-                   uint16_t recv_nil, uint16_t job_nil) noexcept
+                   uint16_t recv_nil, uint16_t job_nil, uint16_t stream_nil) noexcept
 {
     size_t chunks = 0;
     size_t busy = 0;
@@ -472,11 +482,14 @@ size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uin
              held(c.rslots.dir, recv_nil) * k_slots_per_chunk * sizeof(recv_slot);
     bytes += (c.sq.dir.capacity() + c.rslots.dir.capacity()) * sizeof(uint16_t);
     bytes += held(c.jobs.dir, job_nil) * k_slots_per_chunk * sizeof(read_job) + c.jobs.dir.capacity() * sizeof(uint16_t);
-    bytes += c.naks.capacity() * sizeof(nak_entry);
+    bytes += c.naks.empty() ? 0 : nak_pool::chunk_bytes();
     bytes += c.sent_order.chunks() * log_pool::chunk_bytes();
     bytes += c.plane_rtts.capacity() * sizeof(plane_rtt);
-    for (const stream_state& s : c.streams) {
-        bytes += sizeof(stream_state) + s.rq.size() * sizeof(posted_recv);
+    bytes += c.sdir.capacity() * sizeof(uint16_t) + c.rqs.capacity() * sizeof(c.rqs[0]);
+    for (uint32_t s = 0; s < c.stream_slots(); ++s) {
+        if (c.sdir[s] != stream_nil) {
+            bytes += sizeof(stream_state) + c.stream(s).rq_size * sizeof(posted_recv);
+        }
     }
     return bytes;
 }
@@ -506,7 +519,7 @@ std::optional<conn_info> endpoint::inspect(conn_id id) const
     ci.tx_msgs_completed = c->tx_msgs_completed;
     ci.rx_msgs_committed = c->rx_msgs_committed;
     ci.state_bytes = state_bytes(*c, impl_->flights.sentinel(), impl_->sacks.sentinel(), impl_->acks.sentinel(), impl_->send_slots.sentinel(), impl_->recv_slots.sentinel(),
-                                 impl_->job_slots.sentinel());
+                                 impl_->job_slots.sentinel(), impl_->stream_recs.sentinel());
     for (uint32_t i = 0; i < c->ptx.size(); ++i) {
         const path_tx& p = c->ptx[i];
         path_info pi;

@@ -67,6 +67,8 @@ struct endpoint::impl {
     detail::flight_pool flights;                    // busy paths' directories (path_flight)
     detail::sack_pool sacks;                        // SACK bitmaps of paths with a hole open
     detail::ack_pool acks;                          // what the ACK a receiving path owes reports
+    detail::stream_pool stream_recs;                // the state of streams in use
+    detail::nak_pool nak_rings;                     // NAKs waiting to be sent, one ring per connection
     std::vector<uint32_t> pool_waiters;             // slots of connections waiting for a chunk
     detail::chunk_pool<detail::send_slot, detail::k_slots_per_chunk> send_slots; // all connections'
     detail::chunk_pool<detail::recv_slot, detail::k_slots_per_chunk> recv_slots;
@@ -248,6 +250,7 @@ struct endpoint::impl {
     bool build_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
     bool owe_ack(detail::path_rx& r) noexcept;
+    bool claim_stream(connection& c, uint32_t stream) noexcept;
     void settle_ack(detail::path_rx& r) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
     void push_shares() noexcept;
@@ -451,6 +454,20 @@ inline bool endpoint::impl::owe_ack(detail::path_rx& r) noexcept
         r.ack = acks.take();
         if (r.ack == acks.sentinel()) {
             ++stats.ack_pool_waits;
+            return false;
+        }
+    }
+    return true;
+}
+
+// Stream s's record, taken at its first use; false (slot_pool_waits) when none is free.
+inline bool endpoint::impl::claim_stream(connection& c, uint32_t s) noexcept
+{
+    uint16_t& d = c.sdir[s];
+    if (d == stream_recs.sentinel()) [[unlikely]] {
+        d = stream_recs.take();
+        if (d == stream_recs.sentinel()) {
+            ++stats.slot_pool_waits;
             return false;
         }
     }

@@ -87,7 +87,7 @@ post_result endpoint::impl::check_list(const sge* l, uint32_t n, uint32_t need, 
 
 void endpoint::impl::consume_recv(detail::stream_state& ss) noexcept
 {
-    detail::posted_recv& r = ss.rq[ss.rq_consumed % ss.rq.size()];
+    detail::posted_recv& r = ss.rq[ss.rq_consumed % ss.rq_size];
     sges.release(r.sgl);
     r.sgl = sge_pool::k_none;
     ++ss.rq_consumed;
@@ -97,7 +97,7 @@ void endpoint::impl::consume_recv(detail::stream_state& ss) noexcept
 // is already being placed into it.
 uint32_t endpoint::impl::withdraw_recvs(connection& c, uint16_t stream) noexcept
 {
-    detail::stream_state& ss = c.streams[stream];
+    detail::stream_state& ss = c.stream(stream);
     uint32_t keep = ss.rq_consumed;
     for (uint32_t i = 0; i < c.rslots.size(); ++i) {
         const detail::recv_slot& rs = c.rslots[i]; // the idle sentinel where no chunk is held
@@ -109,7 +109,7 @@ uint32_t endpoint::impl::withdraw_recvs(connection& c, uint16_t stream) noexcept
     uint32_t n = 0;
     while (seq_lt(keep, ss.rq_posted)) {
         --ss.rq_posted;
-        detail::posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
+        detail::posted_recv& r = ss.rq[ss.rq_posted % ss.rq_size];
         sges.release(r.sgl);
         r.sgl = sge_pool::k_none;
         ++n;
@@ -121,7 +121,7 @@ uint32_t endpoint::impl::orphan_sends(connection& c, uint16_t stream)
 {
     drop_orphans(c, false);
     uint32_t n = 0;
-    for (int32_t i = c.streams[stream].head; i != detail::k_nil; i = c.sq[i].next_in_stream) {
+    for (int32_t i = c.stream(stream).head; i != detail::k_nil; i = c.sq[i].next_in_stream) {
         detail::send_slot& s = c.sq[i];
         const uint32_t len = s.wr.local.length;
         if (!s.in_use || s.done || s.orphaned || len == 0) {
@@ -171,7 +171,8 @@ void endpoint::impl::release_lists(connection& c) noexcept
             s.sgl = sge_pool::k_none;
         }
     }
-    for (detail::stream_state& ss : c.streams) {
+    for (uint32_t st = 0; st < c.stream_slots(); ++st) {
+        detail::stream_state& ss = c.stream(st); // the sentinel's loop does nothing
         while (ss.rq_consumed != ss.rq_posted) {
             consume_recv(ss);
         }

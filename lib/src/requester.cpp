@@ -67,6 +67,9 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     if (c.sq[si].in_use) {
         return post_result::queue_full;
     }
+    if (!claim_stream(c, wr.stream)) {
+        return post_result::queue_full; // every stream record of the endpoint is in use
+    }
     if (!claim_slot(send_slots, c.sq, si)) {
         return post_result::queue_full; // every slot chunk of the endpoint is in use
     }
@@ -79,7 +82,7 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
         }
     }
     send_slot& s = c.sq[si]; // after the claim: before it the index named the sentinel
-    stream_state& ss = c.streams[wr.stream];
+    stream_state& ss = c.stream(wr.stream);
     s = send_slot{};
     s.in_use = true;
     s.op = wire_op(wr.op);

@@ -64,11 +64,15 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     if (stream >= c.streams_n) {
         return post_result::bad_stream;
     }
-    stream_state& ss = c.streams[stream];
-    if (ss.rq.empty()) {
-        ss.rq.resize(std::max<uint16_t>(cfg.transport.rq_depth, 1)); // once per stream
+    if (!claim_stream(c, stream)) {
+        return post_result::queue_full; // every stream record of the endpoint is in use
     }
-    if (ss.rq_posted - ss.rq_consumed >= ss.rq.size()) {
+    stream_state& ss = c.stream(stream);
+    if (ss.rq == nullptr) { // once per stream
+        ss.rq_size = std::max<uint16_t>(cfg.transport.rq_depth, 1);
+        ss.rq = c.rqs.emplace_back(std::make_unique<posted_recv[]>(ss.rq_size)).get();
+    }
+    if (ss.rq_posted - ss.rq_consumed >= ss.rq_size) {
         return post_result::queue_full;
     }
     sge whole = wr.local;
@@ -95,7 +99,7 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
             return to_post_result(mc);
         }
     }
-    posted_recv& r = ss.rq[ss.rq_posted % ss.rq.size()];
+    posted_recv& r = ss.rq[ss.rq_posted % ss.rq_size];
     r.wr_id = wr.wr_id;
     r.addr = whole.addr;
     r.lkey = whole.lkey;
@@ -200,7 +204,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             const uint32_t slot_i = p.msn % c.rslots.size();
             recv_slot* rsp = &c.rslots[slot_i]; // the pool's idle sentinel if no chunk is held
             const recv_slot& cur = *rsp;
-            stream_state& ss = c.streams[p.stream];
+            stream_state* ss = &c.stream(p.stream); // the sentinel until the stream is claimed
             bool opened = false;
             if (cur.in_use && cur.msn != p.msn) {
                 // The slot still holds an older message that cannot commit yet (our CQ
@@ -209,7 +213,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             } else if (cur.in_use && (cur.op != p.op || cur.stream != p.stream || cur.ssn != p.ssn ||
                                      cur.msg_len != p.msg_len || cur.va != p.va || cur.rkey != p.rkey)) {
                 o = nak(wire::nak_reason::invalid_request);
-            } else if (!cur.in_use && seq_lt(p.ssn, ss.commit_ssn)) {
+            } else if (!cur.in_use && seq_lt(p.ssn, ss->commit_ssn)) {
                 o.v = verdict::drop; // a message already committed
             } else if (!cur.in_use) {
                 // First packet of this message to arrive: check it once, for all of it.
@@ -225,8 +229,8 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                 n.rkey = p.rkey;
                 const wire::opcode_info& oi = wire::info(p.op);
                 if (oi.consumes_recv &&
-                    (seq_lt(p.recv_seq, ss.rq_consumed) || !seq_lt(p.recv_seq, ss.rq_posted))) {
-                    o.v = seq_lt(p.recv_seq, ss.rq_consumed) ? verdict::drop : verdict::rnr;
+                    (seq_lt(p.recv_seq, ss->rq_consumed) || !seq_lt(p.recv_seq, ss->rq_posted))) {
+                    o.v = seq_lt(p.recv_seq, ss->rq_consumed) ? verdict::drop : verdict::rnr;
                 } else if (oi.has_reth) {
                     const uint32_t need = p.op == wire::opcode::read_req ? access::remote_read
                                                                           : access::remote_write;
@@ -236,7 +240,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                         o = nak(from_check(mc));
                     }
                 } else {
-                    const posted_recv& pr = ss.rq[p.recv_seq % ss.rq.size()];
+                    const posted_recv& pr = ss->rq[p.recv_seq % ss->rq_size];
                     if (p.msg_len > pr.length) {
                         o = nak(wire::nak_reason::length_error);
                         c.bad_recv_stream = int32_t(p.stream);
@@ -247,7 +251,12 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                 // A fresh slot chunk goes to the stream's next message to commit, or while
                 // more than the reserve is free: messages that must wait for an earlier
                 // one cannot take the chunks that one needs (it would never commit).
-                if (o.v == verdict::accepted && !claim_recv_slot(c, slot_i, p.ssn == ss.commit_ssn)) {
+                // A stream's first message takes its record (none free: deferred the same way).
+                if (o.v == verdict::accepted && !claim_stream(c, p.stream)) {
+                    o.v = verdict::rnr;
+                }
+                ss = &c.stream(p.stream);
+                if (o.v == verdict::accepted && !claim_recv_slot(c, slot_i, p.ssn == ss->commit_ssn)) {
                     o.v = verdict::rnr; // resent after the RNR delay
                 }
                 if (o.v == verdict::accepted) {
@@ -266,7 +275,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             const uint32_t n_pkts = rs.pkts;
             const bool was_complete = !opened && (rs.op == wire::opcode::read_req || rs.got.seen >= n_pkts);
             if (o.v == verdict::accepted && !was_complete) {
-                if (const place_outcome pl = place(c, rs, ss, p); !pl.ok) {
+                if (const place_outcome pl = place(c, rs, *ss, p); !pl.ok) {
                     o = nak(pl.reason);
                 }
             }
@@ -280,8 +289,8 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                     ++stats.rx_bad_shape;
                     o = nak(wire::nak_reason::invalid_request);
                 } else if (complete) {
-                    rs.next_pending = ss.pending;
-                    ss.pending = int32_t(p.msn % c.rslots.size());
+                    rs.next_pending = ss->pending;
+                    ss->pending = int32_t(p.msn % c.rslots.size());
                     try_commit(c, p.stream);
                 }
             }
@@ -346,7 +355,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         e.hdr.reason = o.reason;
         e.hdr.stream = wire::be16_t::from_host(p.stream);
         e.hdr.msn = wire::be32_t::from_host(p.msn);
-        if (!c.naks.push(e)) { // bounded; a lost NAK is repeated when the packet is resent
+        if (!c.naks.push(nak_rings, e)) { // bounded; a lost NAK is repeated when the packet is resent
             ++stats.nak_drops;
         }
         settle_ack(c.prx[p.path]); // taken above for an ACK this packet does not owe
@@ -364,7 +373,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
 // consumes receives and reports them, starts READ responses.
 void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
 {
-    stream_state& ss = c.streams[stream];
+    stream_state& ss = c.stream(stream);
     for (;;) {
         int32_t* link = &ss.pending;
         while (*link != k_nil && c.rslots[*link].ssn != ss.commit_ssn) {
@@ -404,7 +413,7 @@ void endpoint::impl::try_commit(connection& c, uint16_t stream) noexcept
                 enter_error(c, wc_status::wr_flush_err);
                 return;
             }
-            const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
+            const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq_size];
             completion wc;
             wc.wr_id = pr.wr_id;
             wc.conn = c.id;
@@ -453,7 +462,7 @@ __attribute__((always_inline)) inline endpoint::impl::place_outcome endpoint::im
         }
         place_write(rs, p.offset, p.payload, to);
     } else if (rs.op != wire::opcode::read_req) {
-        const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq.size()];
+        const posted_recv& pr = ss.rq[rs.recv_seq % ss.rq_size];
         const sge whole{pr.addr, pr.length, pr.lkey};
         if (scatter(whole, pr.sgl, p.offset, p.payload) != mr_check::ok) {
             c.bad_recv_stream = int32_t(rs.stream);
@@ -476,7 +485,7 @@ void endpoint::impl::fail_read_job(connection& c, read_job& j, mr_check why) noe
     e.hdr.reason = from_check(why);
     e.hdr.stream = wire::be16_t::from_host(j.stream);
     e.hdr.msn = wire::be32_t::from_host(j.msn);
-    if (!c.naks.push(e)) {
+    if (!c.naks.push(nak_rings, e)) {
         ++stats.nak_drops; // the connection is failing: later packets are NAKed too (spec 7.5)
     }
     ++stats.rx_access_errors;
@@ -494,7 +503,7 @@ void endpoint::impl::on_job_done(connection& c) noexcept
         --c.job_count;
         --c.job_tx;
     }
-    for (uint16_t s = 0; s < c.streams.size(); ++s) {
+    for (uint16_t s = 0; s < c.stream_slots(); ++s) {
         try_commit(c, s); // a READ may have waited for a free job
     }
     if (gave) {
@@ -522,7 +531,7 @@ void endpoint::impl::wake_job_waiters() noexcept
         }
         w->job_waiting = false;
         if (w->state == conn_state::established) {
-            for (uint16_t s = 0; s < w->streams.size(); ++s) {
+            for (uint16_t s = 0; s < w->stream_slots(); ++s) {
                 try_commit(*w, s);
             }
         }
@@ -561,8 +570,8 @@ bool endpoint::impl::produce_nak(connection& c, uint64_t now, tx_frame& f) noexc
     if (c.naks.empty()) {
         return false;
     }
-    const nak_entry e = c.naks.front();
-    c.naks.pop();
+    const nak_entry e = c.naks.front(nak_rings);
+    c.naks.pop(nak_rings);
     const path_rx& r = c.prx[e.path];
     wire::bth_fields b = bth_for(c, wire::opcode::nak, e.path, r.reply_plane, now);
     b.psn = e.psn;

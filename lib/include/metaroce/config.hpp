@@ -128,6 +128,12 @@ struct endpoint_config {
     // until it is built. A packet that finds none free is not taken (counter
     // ack_pool_waits) and is resent like a lost one. 16384: 192 KiB. At most 65535.
     uint32_t ack_blocks = 16384;
+    // Stream records (48 B), taken at a stream's first use (a post, or the first packet
+    // of a message on it) and kept until the connection goes. With none free a post is
+    // refused (queue_full) and a message is deferred like one finding no receive slot
+    // (counter slot_pool_waits). 16384 (16 streams for each of 1024 connections):
+    // 768 KiB. At most 65535.
+    uint32_t stream_blocks = 16384;
     bool accept_incoming = true;
     // Receiver rate hints (spec 6.4): this node's inbound capacity, all planes together.
     // 0 disables hints; drivers set it from their link speeds.
