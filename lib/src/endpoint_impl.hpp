@@ -249,6 +249,7 @@ struct endpoint::impl {
     bool produce_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool build_ack(connection& c, uint64_t now, tx_frame& f) noexcept;
     void queue_ack(connection& c, uint32_t path) noexcept;
+    void queue_held_ack(connection& c, uint32_t path, detail::ack_block& a) noexcept;
     bool owe_ack(detail::path_rx& r) noexcept;
     bool claim_stream(connection& c, uint32_t stream) noexcept;
     void settle_ack(detail::path_rx& r) noexcept;
@@ -477,8 +478,9 @@ inline bool endpoint::impl::claim_stream(connection& c, uint32_t s) noexcept
 // r's block goes back if no ACK is owed after all (neither queued nor delayed).
 inline void endpoint::impl::settle_ack(detail::path_rx& r) noexcept
 {
-    const detail::ack_block& a = acks.base()[r.ack];
+    detail::ack_block& a = acks.base()[r.ack];
     if (r.ack != acks.sentinel() && !a.queued && !a.delayed) {
+        a = detail::ack_block{}; // the pool takes blocks back idle
         acks.give(r.ack);
         r.ack = acks.sentinel();
     }

@@ -115,7 +115,13 @@ __attribute__((always_inline)) inline void endpoint::impl::queue_ack(connection&
     if (!owe_ack(r)) {
         return; // no block free: the path's next ACK (its data's resend) says it all
     }
-    ack_block& a = c.ack(r);
+    queue_held_ack(c, path, c.ack(r));
+}
+
+// queue_ack for a path whose block is held.
+__attribute__((always_inline)) inline void endpoint::impl::queue_held_ack(connection& c, uint32_t path,
+                                                                          ack_block& a) noexcept
+{
     if (!a.queued) {
         a.queued = true;
         c.ack_queue.push(path, c.ack_link());
@@ -331,7 +337,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         const bool now_ack = joined || (p.flags & wire::bth_flag::ack_req) != 0 || m.ce || p.psn != before ||
                              hole || ab.bytes_since_ack >= cfg.transport.ack_every_bytes;
         if (now_ack) {
-            queue_ack(c, p.path);
+            queue_held_ack(c, p.path, ab);
         } else if (!ab.delayed) {
             ab.delayed = true;
             c.ack_deadline = std::min(c.ack_deadline, now + cfg.transport.ack_delay_ns);
@@ -595,7 +601,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     const uint32_t path = c.ack_queue.front();
     c.ack_queue.pop(c.ack_link());
     path_rx& r = c.prx[path];
-    const ack_block& ab = c.ack(r);
+    ack_block& ab = c.ack(r);
     wire::bth_fields b = bth_for(c, wire::opcode::ack, uint8_t(path), r.reply_plane, now);
     b.psn = r.expected;
     wire::ack_header a{};
@@ -615,7 +621,8 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
         b.flags |= wire::bth_flag::also_acks;
     }
     c.last_ack_path = int32_t(path);
-    acks.give(r.ack); // nothing is owed once it is built
+    ab = ack_block{}; // nothing is owed once it is built: back idle, as the pool keeps it
+    acks.give(r.ack);
     r.ack = acks.sentinel();
     f.len = wire::build_ack(f.buf, b, a);
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
