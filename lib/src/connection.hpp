@@ -436,6 +436,7 @@ struct send_slot {
 // it can still be resent (or its READ response land) after the application's regions go.
 struct orphan_copy {
     std::unique_ptr<uint8_t[]> bytes;
+    uint32_t len = 0;                 // of bytes (state_bytes counts them)
     uint32_t lkey = 0;
     uint32_t slot = 0;                // send slot and msn it serves; pruned once they differ
     uint32_t msn = 0;

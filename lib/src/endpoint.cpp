@@ -486,6 +486,10 @@ size_t state_bytes(const connection& c, uint16_t blk_nil, uint16_t sack_nil, uin
     bytes += c.naks.empty() ? 0 : nak_pool::chunk_bytes();
     bytes += c.sent_order.chunks() * log_pool::chunk_bytes();
     bytes += c.plane_rtts.capacity() * sizeof(plane_rtt);
+    bytes += c.orphans.capacity() * sizeof(orphan_copy);
+    for (const orphan_copy& o : c.orphans) {
+        bytes += o.len;
+    }
     bytes += c.sdir.capacity() * sizeof(uint16_t) + c.rqs.capacity() * sizeof(c.rqs[0]);
     for (uint32_t s = 0; s < c.stream_slots(); ++s) {
         if (c.sdir[s] != stream_nil) {

@@ -129,6 +129,7 @@ uint32_t endpoint::impl::orphan_sends(connection& c, uint16_t stream)
         }
         detail::orphan_copy o;
         o.bytes = std::make_unique<uint8_t[]>(len);
+        o.len = len;
         if (s.op != wire::opcode::read_req && gather(s.wr.local, s.sgl, 0, len, o.bytes.get()) != mr_check::ok) {
             continue; // already unreadable: its next packet fails as it would have
         }
