@@ -103,6 +103,9 @@ inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = 
         if constexpr (requires { io.tx_zero_copy(); }) {
             f.want_payload_ref = io.tx_zero_copy(); // payload by reference (io_types.hpp)
         }
+        if constexpr (requires { io.tx_busy_planes(now_ns); }) {
+            f.busy_planes = io.tx_busy_planes(now_ns); // spec 5.3: ports that are backed up
+        }
         if (f.buf.empty()) {
             r.why = tx_stop::io_full;
             return r;

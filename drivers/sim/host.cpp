@@ -160,6 +160,19 @@ std::span<uint8_t> host::tx_buffer(uint64_t) noexcept
     return pool_.buffer(tx_pkt_);
 }
 
+// Ports already holding their allowance: the core puts new data on the others while
+// one has room (spec 5.3), so one port's backlog does not stop every plane's pulls.
+uint32_t host::tx_busy_planes(uint64_t) const noexcept
+{
+    uint32_t busy = 0;
+    for (uint32_t p = 0; p < planes_ && p < 32; ++p) {
+        if (net_.nic_busy_until(index_, p) >= tx_now_ + port_limit_) {
+            busy |= 1u << p;
+        }
+    }
+    return busy;
+}
+
 void host::tx_unused() noexcept
 {
     pool_.free(tx_pkt_);

@@ -59,6 +59,7 @@ public:
     // from the packet pool while some NIC port is short of packets.
     std::span<uint8_t> tx_buffer(uint64_t now_ns) noexcept;
     void tx_unused() noexcept;
+    uint32_t tx_busy_planes(uint64_t now_ns) const noexcept;
     io::tx_next tx_send(const tx_frame& f, uint64_t now_ns) noexcept;
 
 private:

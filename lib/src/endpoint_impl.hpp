@@ -82,6 +82,7 @@ struct endpoint::impl {
     uint64_t cookie_key[2];                         // secret: SipHash key of handshake cookies
     detail::coverage_key coverage_key;              // secret: keyed sums of packet indexes
     uint64_t clock = 0;                             // the time handed in by the current call
+    uint32_t busy_planes = 0;                       // the current poll_tx's tx_frame::busy_planes
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;

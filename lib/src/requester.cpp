@@ -114,7 +114,8 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 }
 
 // Round robin over paths with window (spec 5.3, 5.8). Suspect paths are used only when
-// no other path has room; failed paths never carry data. Congested paths are not skipped:
+// no other path has room, and paths on a plane whose port the driver says is backed up
+// only when no path on another plane has; failed paths never carry data. Congested paths are not skipped:
 // their trimmed windows already steer packets elsewhere (skipping them costs goodput).
 // Returns -1 when nothing may be sent now.
 inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
@@ -142,6 +143,7 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
         park(c, p);
     }
     int fallback = -1;
+    int crowded = -1; // first path with room whose plane's port is backed up
     bool starved = false;
     for (uint32_t n = 0; n < c.paths; ++n) {
         const uint32_t i = (c.rr_path + n) % c.paths;
@@ -163,8 +165,17 @@ inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
             }
             continue;
         }
+        if ((busy_planes >> p.plane & 1u) != 0) {
+            if (crowded < 0) {
+                crowded = int(i);
+            }
+            continue;
+        }
         c.rr_path = i + 1;
         return int(i);
+    }
+    if (crowded >= 0) {
+        fallback = crowded; // every path with room is on a backed-up port: wait no longer
     }
     if (fallback >= 0) {
         c.rr_path = uint32_t(fallback) + 1;
@@ -532,6 +543,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
 {
     impl& e = *impl_;
     e.clock = now;
+    e.busy_planes = f.busy_planes;
     f.len = 0;
     f.payload_refs = 0;
     f.payload_len = 0;

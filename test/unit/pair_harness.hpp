@@ -77,6 +77,7 @@ public:
     bool zero_copy = false;
     bool record = true;
     bool auto_drain[2] = {true, true}; // poll each side's CQ after every step
+    uint32_t busy_planes[2] = {0, 0};  // what each side's driver says of its ports (tx_frame::busy_planes)
     uint64_t timer_tick_ns = 0; // when idle, wake only on multiples of this (a coarse poll loop)
 
     // Connects a to b and runs until both sides are established.
@@ -179,6 +180,7 @@ private:
         std::span<uint8_t> tx_buffer(uint64_t) noexcept { return h.tx_buf_; }
         void tx_unused() noexcept {}
         bool tx_zero_copy() const noexcept { return h.zero_copy; }
+        uint32_t tx_busy_planes(uint64_t) const noexcept { return h.busy_planes[side]; }
         io::tx_next tx_send(const tx_frame& f, uint64_t) { return h.put_on_wire(side, f); }
     };
 

@@ -428,3 +428,43 @@ TEST_CASE("a hint at a tiny RTT still keeps the pipe full while paced", "[health
     CHECK(gbps > 6.0);
     CHECK(h.a().stats().timeouts == 0);
 }
+
+TEST_CASE("new data avoids a plane whose port is backed up while another has room", "[health][plane]")
+{
+    // A driver that says a port is backed up (tx_frame::busy_planes, spec 5.3) gets new
+    // data on the other planes: one full port must not hold the node's other ports idle.
+    pair_harness h(two_planes());
+    const conn_id c = h.connect();
+    buffer src(h.a(), 256 * 1024, k_all_access, 5);
+    buffer dst(h.b(), 256 * 1024, k_all_access);
+    h.sent.clear();
+    h.busy_planes[0] = 1u << 1;
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    size_t on[2] = {0, 0};
+    for (const captured& p : h.sent) {
+        if (p.to == 1 && is_data(p)) {
+            ++on[p.frame.plane];
+        }
+    }
+    CHECK(on[1] == 0);
+    CHECK(on[0] == 64); // 256 KiB in 4 KiB packets, none resent
+
+    // Both ports backed up: the data still goes, spread over both (no stall).
+    h.sent.clear();
+    h.busy_planes[0] = 3;
+    h.cq[0].clear();
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    on[0] = on[1] = 0;
+    for (const captured& p : h.sent) {
+        if (p.to == 1 && is_data(p)) {
+            ++on[p.frame.plane];
+        }
+    }
+    CHECK(on[0] > 0);
+    CHECK(on[1] > 0);
+}

@@ -40,6 +40,10 @@ struct tx_frame {
     uint8_t plane = 0;       // port to send on
     uint16_t udp_sport = 0;  // path entropy
     bool ect = true;         // mark ECN-capable (ECT(0))
+    // Set by the driver before poll_tx: planes whose port already holds its share of
+    // queued packets (bit p = plane p). New data goes on another plane while one has
+    // room (spec 5.3); 0 = no such word from the driver.
+    uint32_t busy_planes = 0;
 
     size_t wire_len() const noexcept { return len + payload_len; } // UDP payload bytes
 };
