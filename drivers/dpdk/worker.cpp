@@ -287,22 +287,50 @@ rte_mbuf* worker::tx_alloc() noexcept
     return spare_[--spare_n_];
 }
 
-// Retry what the ports did not take; while a queue is backed up, leave packets in
-// the core (its windows and pacing decide, nothing is dropped). A port that has taken
-// nothing for k_port_stall_ns is stalled (net_af_packet on a link without carrier
-// refuses everything): it must not hold up the other planes, so its packets are
-// dropped as on a dead link and the transport's loss recovery and plane detection
-// take over.
+// Retry what the ports did not take; while the queues are backed up, leave packets in
+// the core (its windows and pacing decide, nothing is dropped). One backed-up port
+// does not stop the pulls while another plane's has room: the core is told which
+// planes to avoid (tx_busy_planes, spec 5.3), so the others' paced connections do not
+// fall behind with it. A queue past k_queue_stop (the core found room only there) stops
+// them too, so it never overflows. A port that has taken nothing for k_port_stall_ns is
+// stalled (net_af_packet on a link without carrier refuses everything): it must not
+// hold up the other planes, so its packets are dropped as on a dead link and the
+// transport's loss recovery and plane detection take over.
 bool worker::tx_backlog(uint64_t now_ns)
 {
-    bool backed_up = false;
     for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
         if (txq_[p].n != 0) {
             flush_plane(p);
-            backed_up |= txq_[p].n >= k_burst && !port_stalled(p, now_ns);
         }
     }
-    return backed_up;
+    return tx_must_stop(now_ns);
+}
+
+bool worker::plane_backed_up(uint8_t plane, uint64_t now_ns) const noexcept
+{
+    return txq_[plane].n >= k_burst && !port_stalled(plane, now_ns);
+}
+
+uint32_t worker::tx_busy_planes(uint64_t) const noexcept
+{
+    uint32_t busy = 0;
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        busy |= uint32_t(txq_[p].n >= k_burst) << p;
+    }
+    return busy;
+}
+
+bool worker::tx_must_stop(uint64_t now_ns) const noexcept
+{
+    bool all = true;
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        const bool backed_up = plane_backed_up(p, now_ns);
+        if (backed_up && txq_[p].n >= k_queue_stop) {
+            return true;
+        }
+        all &= backed_up;
+    }
+    return all;
 }
 
 std::span<uint8_t> worker::tx_buffer(uint64_t) noexcept
@@ -374,8 +402,8 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
     q.pkts[q.n++] = m;
     if (q.n >= k_burst) {
         flush_plane(f.plane);
-        if (q.n >= k_burst && !port_stalled(f.plane, now_ns)) {
-            return io::tx_next::stop; // the port is full: stop pulling
+        if (plane_backed_up(f.plane, now_ns) && tx_must_stop(now_ns)) {
+            return io::tx_next::stop; // no port has room: stop pulling
         }
     }
     return io::tx_next::more;

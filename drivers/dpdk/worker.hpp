@@ -40,6 +40,10 @@ struct rte_ring;
 namespace metaroce::dpdk {
 
 inline constexpr uint16_t k_burst = 32;
+// A plane's TX queue holds up to 2 bursts; past this the worker stops pulling even
+// while other planes have room (the core may still put a packet on a backed-up plane
+// when no other path has window).
+inline constexpr uint16_t k_queue_stop = k_burst + k_burst / 2;
 // A port that took no frame for this long is stalled (its link is down).
 inline constexpr uint64_t k_port_stall_ns = 1'000'000;
 
@@ -113,6 +117,7 @@ public:
     io::tx_next tx_send(const tx_frame& f, uint64_t now_ns) noexcept;
     void tx_flush(uint64_t now_ns) noexcept;
     bool tx_zero_copy() const noexcept { return zero_copy_; }
+    uint32_t tx_busy_planes(uint64_t now_ns) const noexcept;
     uint64_t time_begin() const noexcept { return stage_times::begin(); }
     void time_built(const tx_frame& f, uint64_t t0) noexcept
     {
@@ -134,6 +139,8 @@ private:
     bool rx_inbox(const io::deliver_to<endpoint>& deliver);
     void flush_plane(uint8_t plane) noexcept;
     bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
+    bool plane_backed_up(uint8_t plane, uint64_t now_ns) const noexcept;
+    bool tx_must_stop(uint64_t now_ns) const noexcept;
     rte_mbuf* tx_alloc() noexcept;
     bool chain_payload(rte_mbuf* m, const tx_frame& f) noexcept;
 
