@@ -606,6 +606,7 @@ void endpoint::impl::tail_probe(connection& c, uint32_t i, uint64_t now, bool al
     if (psn == p.una) {
         return; // nothing on the wire
     }
+    c.fl(p).spell_probes = uint8_t(std::min<uint32_t>(c.fl(p).spell_probes + 1u, 255u));
     if (allow_new && cfg.transport.tlp_new_data && !p.tlp_new && p.state != path_state::failed && new_data_ready(c)) {
         c.tlp_paths.push(i, c.tlp_link());
         p.tlp_new = true;

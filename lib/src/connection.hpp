@@ -23,6 +23,9 @@ inline constexpr uint32_t k_path_window = wire::k_sack_bits;
 inline constexpr int32_t k_nil = -1;
 // RACK losses a path may take without delivering anything before its RTO is left to run.
 inline constexpr uint32_t k_rack_strikes = 3;
+// Tail probes a quiet path may send before its RTO under random loss (spec 5.6): one for
+// the tail, one for that probe.
+inline constexpr uint32_t k_spell_probes = 2;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
@@ -133,6 +136,7 @@ struct path_flight {
     uint8_t dir_head = 0;             // directory slot of una's chunk
     uint8_t rack_strikes = 0;         // RACK losses since the path last delivered (spec 5.5)
     uint8_t retx_next = 0;            // retx_paths' link (in the list only while busy)
+    uint8_t spell_probes = 0;         // tail probes since the path last delivered (spec 5.6)
     uint32_t retx_from = 0;           // in retx_paths: no lost record before this PSN
     uint32_t also_cum = 0;            // highest cum another path's ACK repeated (spec 3.6)
     // RTT estimates in ns: samples are below 2^31 (on_ack drops larger ones) and the

@@ -582,6 +582,7 @@ inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uin
     c.fl(p).timeouts = 0;
     c.fl(p).stalls = 0;
     c.fl(p).rack_strikes = 0;
+    c.fl(p).spell_probes = 0;
     if (p.state != path_state::congested || now >= c.fl(p).congested_until) {
         p.state = path_state::good;
     }

@@ -237,7 +237,8 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     const path_flight& fb = c.fl(p);
     const bool fills = fb.inflight + 1 >= fb.win_room || c.inflight + 1 >= c.win_room ||
                        (fb.inflight == 0 && c.inflight + 1 < c.paths);
-    r.ack_req = last || fills || retx || p.ack_req_next;
+    const bool probe = p.ack_req_next; // new data a tail probe asked for (pick_path)
+    r.ack_req = last || fills || retx || probe;
     if (r.ack_req) {
         b.flags |= wire::bth_flag::ack_req;
     }
@@ -331,11 +332,19 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     stats.tx_payload_bytes += r.len;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     // The probe runs from a quiet path's first send, and a pending one from the latest
-    // resend: its answer needs a round trip too (a probe's own resend arms none).
-    if (c.fl(p).tlp_deadline == k_no_deadline ? !retx : retx) {
+    // resend: its answer needs a round trip too. After the path's probe fired, a resend
+    // or the probe's new packet arms one more, ahead of the RTO, while the path has sent
+    // fewer than k_spell_probes and the connection's loss is chance (spec 5.6): a lost
+    // probe is then probed in turn, and a timeout takes a resend and its probe both lost.
+    // Otherwise a probe's resend arms none, and its new packet none ahead of the RTO: a
+    // dead route times out as soon as ever.
+    const bool quiet = c.fl(p).tlp_deadline == k_no_deadline;
+    const bool again = quiet && (retx || probe) && c.fl(p).spell_probes > 0 &&
+                       c.fl(p).spell_probes < k_spell_probes && loss_slack(c, path) > 0;
+    if (quiet ? !retx || again : retx) {
         set_tlp(c, p, now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns),
                                           cfg.transport.ack_delay_ns, queue));
-        if (retx && c.fl(p).rto_deadline < c.fl(p).tlp_deadline) {
+        if ((retx || again) && c.fl(p).rto_deadline < c.fl(p).tlp_deadline) {
             set_rto(c, p, c.fl(p).tlp_deadline); // the probe comes first (it then pushes the RTO)
         }
     }

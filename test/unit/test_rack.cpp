@@ -161,6 +161,31 @@ TEST_CASE("A connection whose first packet is lost probes after the handshake's 
     CHECK(resent_at - first_at < 2 * wide().initial_rtt_ns);
 }
 
+TEST_CASE("A lost tail probe is probed once more before the RTO, where loss is chance", "[rack]")
+{
+    // The first packet and the probe's resend of it are both lost. Too little has been
+    // sent to tell chance from a broken route, and the connection has other paths, so
+    // the first timeout would not be held against the route (spec 5.6): the resend gets
+    // a probe of its own, and only a third loss in a row waits for the RTO.
+    pair_harness h(wide());
+    const conn_id c = h.connect();
+    buffer src(h.a(), k_len, k_all_access, 3);
+    buffer dst(h.b(), k_len, k_all_access);
+    int sends = 0;
+    h.filter = [&](captured& p) {
+        if (p.to != 1 || !is_data(p)) {
+            return false;
+        }
+        return ++sends <= 2; // the blind first packet, then the probe's resend of it
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+    CHECK(h.a().stats().tail_probes == 2);
+    CHECK(h.a().stats().timeouts == 0);
+}
+
 TEST_CASE("RACK off: the same loss waits for the tail probe", "[rack]")
 {
     transport_config t = wide();
