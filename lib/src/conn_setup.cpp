@@ -374,6 +374,9 @@ void endpoint::impl::on_close_ack(connection& c, const wire::packet_view& p)
     free_conn(c);
 }
 
+// Control retries before the interval starts doubling and the route changing (spec 7.3).
+constexpr uint32_t k_flat_retries = 3;
+
 bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     if (!c.hello_pending && !c.close_pending) {
@@ -385,11 +388,13 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
         // ACCEPT goes back on the route of the CONNECT it answers, one that just worked.
         plane = c.hello_plane;
         sport = c.hello_sport;
-    } else if (c.ctrl_route > 0) {
-        // Every resend by timer takes the next plane and a new port (spec 7.3): a set-up
-        // must not keep retrying on a route or plane that loses everything it carries.
-        plane = pick_plane(c, uint8_t((plane + c.ctrl_route) % std::max<uint32_t>(c.planes, 1)), false);
-        sport = path_entropy(c, 0, c.ctrl_route);
+    } else if (c.ctrl_route > k_flat_retries) {
+        // Past the first few resends, which random loss explains, each takes the next
+        // plane and a new port (spec 7.3): a set-up must not keep retrying on a route or
+        // plane that loses everything it carries.
+        const uint32_t n = c.ctrl_route - k_flat_retries;
+        plane = pick_plane(c, uint8_t((plane + n) % std::max<uint32_t>(c.planes, 1)), false);
+        sport = path_entropy(c, 0, n);
     }
     wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
     if (c.hello_pending) {
@@ -457,8 +462,6 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
     return f.len > 0;
 }
 
-// Control retries before the interval starts doubling (spec 7.3).
-constexpr uint32_t k_flat_retries = 3;
 
 bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
 {

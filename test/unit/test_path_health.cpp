@@ -473,8 +473,8 @@ TEST_CASE("new data avoids a plane whose port is backed up while another has roo
 TEST_CASE("a set-up whose first plane loses everything connects on the next one", "[health][plane][handshake]")
 {
     // Plane 0 drops every packet both ways (dead, not yet detected: no connection runs
-    // there to tell). CONNECT retries take the next plane (spec 7.3) and ACCEPT goes back
-    // on the route of the CONNECT it answers.
+    // there to tell). CONNECT retries past the first few take the next plane (spec 7.3)
+    // and ACCEPT goes back on the route of the CONNECT it answers.
     pair_harness h(two_planes());
     h.filter = [](captured& p) { return p.frame.plane == 0; };
     const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
