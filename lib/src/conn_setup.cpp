@@ -205,6 +205,8 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
         if (c != nullptr && c->nonce == h.nonce.host()) {
             if (c->state == conn_state::established) {
                 c->hello_pending = true; // our ACCEPT was lost: say it again
+                c->hello_plane = m.plane; // on the route this CONNECT took
+                c->hello_sport = m.udp_sport;
                 mark_ready(*c);
             }
             return;
@@ -241,6 +243,8 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     c->hello_pending = true;
+    c->hello_plane = m.plane;
+    c->hello_sport = m.udp_sport;
     c->keepalive_next = now + cfg.transport.keepalive_ns;
     refresh_deadlines(*c);
     push_event(conn_event::kind::established, *c);
@@ -370,13 +374,28 @@ void endpoint::impl::on_close_ack(connection& c, const wire::packet_view& p)
     free_conn(c);
 }
 
+// Control retries before the interval starts doubling and the route changing (spec 7.3).
+constexpr uint32_t k_flat_retries = 3;
+
 bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     if (!c.hello_pending && !c.close_pending) {
         return false;
     }
-    const uint16_t sport = c.ptx.empty() ? path_entropy(c, 0, 0) : c.ptx[0].udp_sport;
-    const uint8_t plane = c.ptx.empty() ? 0 : c.ptx[0].plane;
+    uint16_t sport = c.ptx.empty() ? path_entropy(c, 0, 0) : c.ptx[0].udp_sport;
+    uint8_t plane = c.ptx.empty() ? 0 : c.ptx[0].plane;
+    if (c.incoming && c.hello_pending) {
+        // ACCEPT goes back on the route of the CONNECT it answers, one that just worked.
+        plane = c.hello_plane;
+        sport = c.hello_sport;
+    } else if (c.ctrl_route > k_flat_retries) {
+        // Past the first few resends, which random loss explains, each takes the next
+        // plane and a new port (spec 7.3): a set-up must not keep retrying on a route or
+        // plane that loses everything it carries.
+        const uint32_t n = c.ctrl_route - k_flat_retries;
+        plane = pick_plane(c, uint8_t((plane + n) % std::max<uint32_t>(c.planes, 1)), false);
+        sport = path_entropy(c, 0, n);
+    }
     wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
     if (c.hello_pending) {
         c.hello_pending = false;
@@ -443,8 +462,6 @@ bool endpoint::impl::produce_reply(uint64_t now, tx_frame& f) noexcept
     return f.len > 0;
 }
 
-// Control retries before the interval starts doubling (spec 7.3).
-constexpr uint32_t k_flat_retries = 3;
 
 bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
 {
@@ -472,6 +489,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
     } else {
         c.close_pending = true;
     }
+    ++c.ctrl_route; // the resend takes the next route
     // The first retries at the base interval (a lossy fabric loses handshake packets too,
     // and a set-up waits on every one of them), then exponential backoff: patience for a
     // slow or absent peer.

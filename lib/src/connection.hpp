@@ -671,6 +671,9 @@ struct connection {
     bool close_pending = false;
     uint64_t ctrl_deadline = k_no_deadline;
     uint32_t ctrl_retries = 0;
+    uint32_t ctrl_route = 0;          // CONNECT/CLOSE resends by timer: each takes the next route (7.3)
+    uint16_t hello_sport = 0;         // acceptor: the CONNECT's route, which its ACCEPT reflects (7.3)
+    uint8_t hello_plane = 0;
     uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
     uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
     uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent

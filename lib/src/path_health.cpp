@@ -139,7 +139,9 @@ bool endpoint::impl::path_timeout(connection& c, uint32_t i, uint64_t now) noexc
         request_probe(c, i); // no data on it until a probe comes back
     }
     // Bounded backoff: a lossy path must not go quiet for long (loss is not congestion).
-    const uint64_t backoff = c.fl(p).rto_ns << std::min(c.fl(p).timeouts, t.max_backoff_shift);
+    // Only timeouts held against the route back off (spec 5.6): those the connection's
+    // random loss explains are not congestion either, and cut no window.
+    const uint64_t backoff = c.fl(p).rto_ns << std::min(counted, t.max_backoff_shift);
     set_rto(c, p, now + std::min(backoff, t.max_rto_ns));
     return true;
 }

@@ -469,3 +469,63 @@ TEST_CASE("new data avoids a plane whose port is backed up while another has roo
     CHECK(on[0] > 0);
     CHECK(on[1] > 0);
 }
+
+TEST_CASE("a set-up whose first plane loses everything connects on the next one", "[health][plane][handshake]")
+{
+    // Plane 0 drops every packet both ways (dead, not yet detected: no connection runs
+    // there to tell). CONNECT retries past the first few take the next plane (spec 7.3)
+    // and ACCEPT goes back on the route of the CONNECT it answers.
+    pair_harness h(two_planes());
+    h.filter = [](captured& p) { return p.frame.plane == 0; };
+    const conn_id c = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c); }, 50'000'000));
+    bool accept_on_1 = false;
+    for (const captured& p : h.sent) {
+        accept_on_1 = accept_on_1 || (is_op(p, wire::opcode::accept) && p.frame.plane == 1);
+    }
+    CHECK(accept_on_1);
+    CHECK(h.a().stats().conn_errors == 0);
+}
+
+TEST_CASE("timeouts that random loss explains do not back the path's timer off", "[health][loss]")
+{
+    // The connection loses 10 % everywhere; then path 3's route loses everything. Its
+    // first timeouts are within the loss slack (spec 5.6): chance, not congestion, so the
+    // retransmission timer stays at one RTO instead of doubling while the path waits.
+    transport_config t;
+    t.paths = 8;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    xorshift rng{777};
+    buffer warm(h.a(), 1 << 20, k_all_access, 5);
+    buffer warm_dst(h.b(), 1 << 20, k_all_access);
+    h.filter = [&](captured&) { return rng.next() % 100 < 10; };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, warm, warm_dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
+    const uint16_t dead = h.a().inspect(c)->path[3].udp_sport;
+    h.filter = [&](captured& p) {
+        return (p.to == 1 && p.frame.udp_sport == dead) || rng.next() % 100 < 10;
+    };
+    buffer src(h.a(), 4 << 20, k_all_access, 6);
+    buffer dst(h.b(), 4 << 20, k_all_access);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    // When path 3 times out, while its route is still the dead one.
+    std::vector<uint64_t> at;
+    uint32_t seen = h.a().inspect(c)->path[3].timeouts;
+    while (at.size() < 3 && h.cq[0].size() < 2 && h.a().inspect(c)->path[3].udp_sport == dead) {
+        REQUIRE(h.run_until([&] {
+            return h.a().inspect(c)->path[3].timeouts != seen || h.cq[0].size() == 2;
+        }));
+        const uint32_t now_timeouts = h.a().inspect(c)->path[3].timeouts;
+        if (now_timeouts == seen + 1 && h.a().inspect(c)->path[3].udp_sport == dead) {
+            at.push_back(h.now());
+        }
+        seen = now_timeouts;
+    }
+    REQUIRE(at.size() == 3);
+    // Backed off, the second gap would be twice the first.
+    CHECK(at[2] - at[1] < (at[1] - at[0]) * 3 / 2);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(h.cq[0][1].status == wc_status::success);
+    CHECK(first_mismatch(src.bytes, dst.bytes).empty());
+}
