@@ -231,6 +231,7 @@ struct endpoint::impl {
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
+    int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
                            bool retx, detail::send_slot* slot = nullptr) noexcept;

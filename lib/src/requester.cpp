@@ -118,7 +118,25 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // only when no path on another plane has; failed paths never carry data. Congested paths are not skipped:
 // their trimmed windows already steer packets elsewhere (skipping them costs goodput).
 // Returns -1 when nothing may be sent now.
-inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
+// The common case inline: the next path in turn is good and has room (exactly what
+// the scan's first step would take); anything else goes to the scan.
+__attribute__((always_inline)) inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
+{
+    if (c.inflight < c.win_room && (c.cc.rate_hint_mbps == 0 || now >= c.pace_next) && c.tlp_paths.empty() &&
+        c.paths != 0) {
+        const uint32_t i = c.rr_path < c.paths ? c.rr_path : c.rr_path % c.paths;
+        const path_tx& p = c.ptx[i];
+        if (p.state == path_state::good && c.fl(p).inflight < c.fl(p).win_room &&
+            uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(c, p) &&
+            (busy_planes >> p.plane & 1u) == 0) {
+            c.rr_path = i + 1;
+            return int(i);
+        }
+    }
+    return pick_path_scan(c, now);
+}
+
+__attribute__((noinline)) int endpoint::impl::pick_path_scan(connection& c, uint64_t now) noexcept
 {
     if (c.inflight >= c.win_room) {
         return -1;
