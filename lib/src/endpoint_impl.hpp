@@ -212,6 +212,13 @@ struct endpoint::impl {
     mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
     // gather() of a request with no list (one piece), inline: every packet sent takes it.
     mr_check gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    // gather_one() of a request's own piece: its whole range is checked once per region
+    // epoch (mr_table::epoch), and each packet then only resolves its address.
+    mr_check gather_msg(detail::send_slot& s, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    bool check_msg(detail::send_slot& s) noexcept;
+    bool check_msg(detail::recv_slot& rs) noexcept;
+    // The region epoch wrapped: no slot may keep one.
+    void forget_mr_tags() noexcept;
     // The same bytes by reference into f.payload (zero copy); fits is false, and nothing
     // is set, when they span more pieces than a frame can describe.
     mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
@@ -574,6 +581,17 @@ inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_
         std::memcpy(to, host, len);
     }
     return mc;
+}
+
+inline mr_check endpoint::impl::gather_msg(detail::send_slot& s, uint64_t off, uint32_t len, uint8_t* to) noexcept
+{
+    if (s.mr_tag != mrs.epoch() && !check_msg(s)) [[unlikely]] {
+        return gather_one(s.wr.local, off, len, to); // not valid whole: each packet as before
+    }
+    if (len > 0) {
+        std::memcpy(to, mrs.host_at(s.wr.local.lkey, s.wr.local.addr + off), len);
+    }
+    return mr_check::ok;
 }
 
 // Data (not a probe) got through on this path: the only thing that clears a stall.

@@ -312,7 +312,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         }
         if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {
             uint8_t* to = f.buf.data() + hdr;
-            mc = s.sgl == detail::sge_pool::k_none ? gather_one(s.wr.local, r.offset, r.len, to)
+            mc = s.sgl == detail::sge_pool::k_none ? gather_msg(s, r.offset, r.len, to)
                                                    : gather(s.wr.local, s.sgl, r.offset, r.len, to);
         }
         if (mc != mr_check::ok) {
