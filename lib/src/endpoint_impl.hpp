@@ -594,6 +594,32 @@ inline mr_check endpoint::impl::gather_msg(detail::send_slot& s, uint64_t off, u
     return mr_check::ok;
 }
 
+// New data could go out now (what produce_new and produce_read_resp would send first).
+// Inline: every ACK asks. tx_slot and tx_admitted are produce_new's own: the slot of
+// tx_msn, and the peer's message window already found open for it.
+inline bool endpoint::impl::new_data_ready(const connection& c) const noexcept
+{
+    if (c.inflight >= c.win_room) {
+        return false;
+    }
+    if (c.job_tx < c.job_count) {
+        return true;
+    }
+    if (c.tx_msn == c.next_msn) {
+        return false;
+    }
+    const detail::send_slot& s = c.sq[c.tx_slot];
+    if (!s.in_use || s.msn != c.tx_msn || s.done || s.fully_sent) {
+        return false;
+    }
+    if (c.tx_admitted) {
+        return true;
+    }
+    const uint32_t older = c.tx_msn - c.max_msgs;
+    const detail::send_slot& o = c.sq[older % c.sq.size()];
+    return !(o.in_use && o.msn == older);
+}
+
 // Data (not a probe) got through on this path: the only thing that clears a stall.
 // (path_health.cpp's; inline here: every ACK that settles something calls it.)
 inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept

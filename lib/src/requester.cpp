@@ -420,24 +420,6 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
     return false;
 }
 
-// New data could go out now (what produce_new and produce_read_resp would send first).
-bool endpoint::impl::new_data_ready(const connection& c) const noexcept
-{
-    if (c.inflight >= c.win_room) {
-        return false;
-    }
-    if (c.job_tx < c.job_count) {
-        return true;
-    }
-    if (c.tx_msn == c.next_msn) {
-        return false;
-    }
-    const send_slot& s = c.sq[c.tx_msn % c.sq.size()];
-    const uint32_t older = c.tx_msn - c.max_msgs;
-    const send_slot& o = c.sq[older % c.sq.size()];
-    return s.in_use && s.msn == c.tx_msn && !s.done && !s.fully_sent && !(o.in_use && o.msn == older);
-}
-
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).
 __attribute__((always_inline)) inline bool endpoint::impl::send_new(connection& c, uint32_t path, rec_kind kind, uint16_t slot,
                               uint32_t msn, uint32_t offset, uint16_t len, uint64_t now,
