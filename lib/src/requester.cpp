@@ -223,9 +223,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         b.op = s.op;
         msg_len = s.wr.local.length;
         // (Its message fields go into m only when its headers are built whole, below.)
-        // The source is copied in after the headers (below), looked up by lkey for every
-        // packet, retransmissions included: once its region is deregistered nothing
-        // more is read from it.
+        // The source is copied in after the headers (below), its range checked under its
+        // lkey again whenever a region was deregistered since the last check (gather_msg),
+        // retransmissions included: once its region is gone nothing more is read from it.
     } else {
         read_job& j = c.jobs[r.slot];
         if (!j.in_use || j.msn != r.msn || j.failed) {
