@@ -317,15 +317,20 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
             push_shares();
         }
         const uint32_t before = r.expected;
-        if (p.psn != before && r.sack == sacks.sentinel()) {
-            r.sack = sacks.take(); // a hole opens (on_data saw a free bitmap)
-        }
-        sack_window::bitmap& bits = sacks.base()[r.sack];
-        sack_window::record(r.expected, bits, p.psn);
-        const bool hole = sack_window::any(bits);
-        if (!hole && r.sack != sacks.sentinel()) {
-            sacks.give(r.sack); // the run is complete: nothing above expected
-            r.sack = sacks.sentinel();
+        bool hole = false;
+        if (p.psn == before && r.sack == sacks.sentinel()) [[likely]] {
+            ++r.expected; // in order and no bitmap held (the sentinel's is all zero): no hole
+        } else {
+            if (p.psn != before && r.sack == sacks.sentinel()) {
+                r.sack = sacks.take(); // a hole opens (on_data saw a free bitmap)
+            }
+            sack_window::bitmap& bits = sacks.base()[r.sack];
+            sack_window::record(r.expected, bits, p.psn);
+            hole = sack_window::any(bits);
+            if (!hole && r.sack != sacks.sentinel()) {
+                sacks.give(r.sack); // the run is complete: nothing above expected
+                r.sack = sacks.sentinel();
+            }
         }
         ack_block& ab = c.ack(r); // taken above (push_shares keeps what it finds)
         ab.bytes_since_ack += uint32_t(p.payload.size());
