@@ -173,7 +173,10 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;
     r.last_ts = p.tx_ts;
-    const sack_window::verdict w = sack_window::classify(r.expected, sacks.base()[r.sack], p.psn);
+    // In order with no bitmap held (the sentinel's is all zero): fresh, no bitmap to read.
+    const sack_window::verdict w = p.psn == r.expected && r.sack == sacks.sentinel()
+                                       ? sack_window::verdict::fresh
+                                       : sack_window::classify(r.expected, sacks.base()[r.sack], p.psn);
     if (w != sack_window::verdict::fresh) {
         ++(w == sack_window::verdict::duplicate ? stats.rx_duplicates : stats.rx_beyond_window);
         queue_ack(c, p.path); // the sender may have missed our ACK
