@@ -425,10 +425,11 @@ struct send_slot {
     uint32_t msn = 0;
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;
-    send_wr wr;                       // local memory is looked up by lkey for every packet
+    send_wr wr;                       // local memory: checked whole once per region epoch (mr_tag)
     int32_t sgl = -1;                 // its gather/scatter list in the endpoint's sge_pool
     uint32_t next_offset = 0;
     bool fully_sent = false;
+    uint16_t mr_tag = 0;              // mrs.epoch() when wr.local was found valid whole (0: not)
     uint32_t pkts_total = 0;
     uint32_t pkts_acked = 0;
     coverage resp;                    // READ: response packets placed
@@ -453,6 +454,7 @@ struct recv_slot {
     uint16_t stream = 0;
     uint8_t tail_len = 0;
     bool solicited = false;
+    uint16_t mr_tag = 0;              // WRITE: mrs.epoch() when [va, va+msg_len) was found valid
     uint32_t msn = 0;
     uint32_t ssn = 0;
     uint32_t recv_seq = 0;
@@ -460,7 +462,7 @@ struct recv_slot {
     coverage got;
     uint32_t imm = 0;
     uint32_t pkts = 1;                // packets_in(msg_len, mtu), set when opened
-    uint64_t va = 0;                  // WRITE/READ: checked under rkey for every packet
+    uint64_t va = 0;                  // WRITE/READ: checked under rkey (a WRITE once per region epoch)
     uint32_t rkey = 0;
     uint8_t tail[8] = {};             // last bytes of a WRITE, placed at commit
     int32_t next_pending = k_nil;

@@ -44,6 +44,7 @@ endpoint::impl::impl(const endpoint_config& c)
     cookie_key[0] = random64();
     cookie_key[1] = random64();
     coverage_key.key = random64();
+    mrs.set_wrap_hook([](void* e) { static_cast<impl*>(e)->forget_mr_tags(); }, this);
 }
 
 uint64_t endpoint::impl::random64() noexcept

@@ -212,6 +212,13 @@ struct endpoint::impl {
     mr_check gather(const sge& one, int32_t list, uint64_t off, uint32_t len, uint8_t* to) noexcept;
     // gather() of a request with no list (one piece), inline: every packet sent takes it.
     mr_check gather_one(const sge& one, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    // gather_one() of a request's own piece: its whole range is checked once per region
+    // epoch (mr_table::epoch), and each packet then only resolves its address.
+    mr_check gather_msg(detail::send_slot& s, uint64_t off, uint32_t len, uint8_t* to) noexcept;
+    bool check_msg(detail::send_slot& s) noexcept;
+    bool check_msg(detail::recv_slot& rs) noexcept;
+    // The region epoch wrapped: no slot may keep one.
+    void forget_mr_tags() noexcept;
     // The same bytes by reference into f.payload (zero copy); fits is false, and nothing
     // is set, when they span more pieces than a frame can describe.
     mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
@@ -231,6 +238,7 @@ struct endpoint::impl {
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
+    int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
                            bool retx, detail::send_slot* slot = nullptr) noexcept;
@@ -573,6 +581,43 @@ inline mr_check endpoint::impl::gather_one(const sge& one, uint64_t off, uint32_
         std::memcpy(to, host, len);
     }
     return mc;
+}
+
+inline mr_check endpoint::impl::gather_msg(detail::send_slot& s, uint64_t off, uint32_t len, uint8_t* to) noexcept
+{
+    if (s.mr_tag != mrs.epoch() && !check_msg(s)) [[unlikely]] {
+        return gather_one(s.wr.local, off, len, to); // not valid whole: each packet as before
+    }
+    if (len > 0) {
+        std::memcpy(to, mrs.host_at(s.wr.local.lkey, s.wr.local.addr + off), len);
+    }
+    return mr_check::ok;
+}
+
+// New data could go out now (what produce_new and produce_read_resp would send first).
+// Inline: every ACK asks. tx_slot and tx_admitted are produce_new's own: the slot of
+// tx_msn, and the peer's message window already found open for it.
+inline bool endpoint::impl::new_data_ready(const connection& c) const noexcept
+{
+    if (c.inflight >= c.win_room) {
+        return false;
+    }
+    if (c.job_tx < c.job_count) {
+        return true;
+    }
+    if (c.tx_msn == c.next_msn) {
+        return false;
+    }
+    const detail::send_slot& s = c.sq[c.tx_slot];
+    if (!s.in_use || s.msn != c.tx_msn || s.done || s.fully_sent) {
+        return false;
+    }
+    if (c.tx_admitted) {
+        return true;
+    }
+    const uint32_t older = c.tx_msn - c.max_msgs;
+    const detail::send_slot& o = c.sq[older % c.sq.size()];
+    return !(o.in_use && o.msn == older);
 }
 
 // Data (not a probe) got through on this path: the only thing that clears a stall.

@@ -117,6 +117,45 @@ uint32_t endpoint::impl::withdraw_recvs(connection& c, uint16_t stream) noexcept
     return n;
 }
 
+bool endpoint::impl::check_msg(detail::send_slot& s) noexcept
+{
+    uint8_t* host = nullptr;
+    if (mrs.check_local(s.wr.local.lkey, s.wr.local.addr, s.wr.local.length, 0, &host) != mr_check::ok) {
+        return false;
+    }
+    s.mr_tag = mrs.epoch();
+    return true;
+}
+
+bool endpoint::impl::check_msg(detail::recv_slot& rs) noexcept
+{
+    uint8_t* host = nullptr;
+    if (mrs.check_remote(rs.rkey, rs.va, rs.msg_len, access::remote_write, &host) != mr_check::ok) {
+        return false;
+    }
+    rs.mr_tag = mrs.epoch();
+    return true;
+}
+
+void endpoint::impl::forget_mr_tags() noexcept
+{
+    for (const auto& cp : conns) {
+        if (cp == nullptr) {
+            continue;
+        }
+        for (uint32_t i = 0; i < cp->sq.size(); ++i) {
+            if (cp->sq[i].in_use) { // (unheld indexes read the shared idle sentinel)
+                cp->sq[i].mr_tag = 0;
+            }
+        }
+        for (uint32_t i = 0; i < cp->rslots.size(); ++i) {
+            if (cp->rslots[i].in_use) {
+                cp->rslots[i].mr_tag = 0;
+            }
+        }
+    }
+}
+
 uint32_t endpoint::impl::orphan_sends(connection& c, uint16_t stream)
 {
     drop_orphans(c, false);
@@ -143,6 +182,7 @@ uint32_t endpoint::impl::orphan_sends(connection& c, uint16_t stream)
         sges.release(s.sgl);
         s.sgl = sge_pool::k_none;
         s.wr.local = sge{mr->va, len, mr->lkey};
+        s.mr_tag = 0;
         s.orphaned = true;
         c.orphans.push_back(std::move(o));
         ++n;

@@ -57,6 +57,12 @@ bool mr_table::deregister(uint32_t lkey)
     entries_[index].live = false;
     free_.push_back(index);
     --live_;
+    if (++epoch_ == 0) {
+        epoch_ = 1;
+        if (wrap_hook_ != nullptr) {
+            wrap_hook_(wrap_arg_); // an epoch kept 65,535 deregistrations ago would match again
+        }
+    }
     return true;
 }
 

@@ -118,7 +118,25 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // only when no path on another plane has; failed paths never carry data. Congested paths are not skipped:
 // their trimmed windows already steer packets elsewhere (skipping them costs goodput).
 // Returns -1 when nothing may be sent now.
-inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
+// The common case inline: the next path in turn is good and has room (exactly what
+// the scan's first step would take); anything else goes to the scan.
+__attribute__((always_inline)) inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
+{
+    if (c.inflight < c.win_room && (c.cc.rate_hint_mbps == 0 || now >= c.pace_next) && c.tlp_paths.empty() &&
+        c.paths != 0) {
+        const uint32_t i = c.rr_path < c.paths ? c.rr_path : c.rr_path % c.paths;
+        const path_tx& p = c.ptx[i];
+        if (p.state == path_state::good && c.fl(p).inflight < c.fl(p).win_room &&
+            uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(c, p) &&
+            (busy_planes >> p.plane & 1u) == 0) {
+            c.rr_path = i + 1;
+            return int(i);
+        }
+    }
+    return pick_path_scan(c, now);
+}
+
+__attribute__((noinline)) int endpoint::impl::pick_path_scan(connection& c, uint64_t now) noexcept
 {
     if (c.inflight >= c.win_room) {
         return -1;
@@ -205,9 +223,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         b.op = s.op;
         msg_len = s.wr.local.length;
         // (Its message fields go into m only when its headers are built whole, below.)
-        // The source is copied in after the headers (below), looked up by lkey for every
-        // packet, retransmissions included: once its region is deregistered nothing
-        // more is read from it.
+        // The source is copied in after the headers (below), its range checked under its
+        // lkey again whenever a region was deregistered since the last check (gather_msg),
+        // retransmissions included: once its region is gone nothing more is read from it.
     } else {
         read_job& j = c.jobs[r.slot];
         if (!j.in_use || j.msn != r.msn || j.failed) {
@@ -294,7 +312,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         }
         if (s.op != wire::opcode::read_req && mc == mr_check::ok && !by_ref) {
             uint8_t* to = f.buf.data() + hdr;
-            mc = s.sgl == detail::sge_pool::k_none ? gather_one(s.wr.local, r.offset, r.len, to)
+            mc = s.sgl == detail::sge_pool::k_none ? gather_msg(s, r.offset, r.len, to)
                                                    : gather(s.wr.local, s.sgl, r.offset, r.len, to);
         }
         if (mc != mr_check::ok) {
@@ -400,24 +418,6 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         park(c, p); // a repeated cumulative point settled everything it had lost
     }
     return false;
-}
-
-// New data could go out now (what produce_new and produce_read_resp would send first).
-bool endpoint::impl::new_data_ready(const connection& c) const noexcept
-{
-    if (c.inflight >= c.win_room) {
-        return false;
-    }
-    if (c.job_tx < c.job_count) {
-        return true;
-    }
-    if (c.tx_msn == c.next_msn) {
-        return false;
-    }
-    const send_slot& s = c.sq[c.tx_msn % c.sq.size()];
-    const uint32_t older = c.tx_msn - c.max_msgs;
-    const send_slot& o = c.sq[older % c.sq.size()];
-    return s.in_use && s.msn == c.tx_msn && !s.done && !s.fully_sent && !(o.in_use && o.msn == older);
 }
 
 // Puts the next PSN of `path` on the wire for (kind, slot, msn, offset, len).

@@ -163,6 +163,41 @@ TEST_CASE("a WRITE whose region is deregistered between its packets writes no mo
     CHECK(h.b().stats().rx_access_errors >= 1);
 }
 
+// The receiver checks a WRITE's range once per region epoch (mr_table::epoch, 16 bits):
+// 65,535 deregistrations bring the epoch back to the value its first packet saw, and the
+// endpoint must have forgotten that check (the wrap hook), or the rest would land.
+TEST_CASE("a WRITE whose region goes stays refused when the region epoch wraps", "[hostile][dereg]")
+{
+    transport_config t = one_at_a_time();
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    buffer src(h.a(), 3 * 4096, k_all_access, 7);
+    buffer dst(h.b(), 3 * 4096, k_all_access);
+    std::vector<uint8_t> dummy(64);
+    h.on_delivered = [&, done = false](const captured& p) mutable {
+        if (done || p.to != 1 || !is_op(p, wire::opcode::write)) {
+            return;
+        }
+        done = true;
+        mr_table& m = h.b().memory();
+        const uint16_t seen = m.epoch();
+        REQUIRE(m.deregister(dst.mr.lkey));
+        for (uint32_t i = 1; i < 65535; ++i) {
+            const auto mr = m.register_region(dummy.data(), dummy.size(), k_all_access);
+            REQUIRE(mr);
+            REQUIRE(m.deregister(mr->lkey));
+        }
+        REQUIRE(m.epoch() == seen);
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::rem_access_err);
+    CHECK(first_mismatch(std::span(src.bytes).first(4096), std::span(dst.bytes).first(4096)).empty());
+    CHECK(all_zero(std::span(dst.bytes).subspan(4096)));
+    CHECK(all_zero(dummy));
+    CHECK(h.b().stats().rx_access_errors >= 1);
+}
+
 TEST_CASE("a SEND whose receive buffer is deregistered mid-message writes no more", "[hostile][dereg]")
 {
     pair_harness h(one_at_a_time());

@@ -176,3 +176,30 @@ TEST_CASE("the table refuses registrations when full", "[mr]")
     uint8_t* host = nullptr;
     CHECK(t.check_remote(o->rkey, 0x1000, 8, 0, &host) == mr_check::bad_key);
 }
+
+TEST_CASE("the epoch moves on every deregistration only, skips 0 and calls the wrap hook", "[mr]")
+{
+    mr_table t(4);
+    std::vector<uint8_t> buf(256);
+    int wraps = 0;
+    t.set_wrap_hook([](void* n) { ++*static_cast<int*>(n); }, &wraps);
+    const uint16_t first = t.epoch();
+    CHECK(first != 0);
+    const auto keep = t.register_region(buf.data(), 0x1000, buf.size(), k_all);
+    REQUIRE(keep);
+    CHECK(t.epoch() == first); // a new region leaves every checked range valid
+    CHECK(t.host_at(keep->rkey, 0x1010) == buf.data() + 0x10);
+    CHECK(t.host_at(keep->lkey, 0x1000) == buf.data());
+    uint16_t last = t.epoch();
+    for (uint32_t i = 0; i < 70000; ++i) {
+        const auto mr = t.register_region(buf.data(), 64, k_all);
+        REQUIRE(mr);
+        REQUIRE(t.deregister(mr->lkey));
+        REQUIRE(t.epoch() != last);
+        REQUIRE(t.epoch() != 0);
+        last = t.epoch();
+    }
+    CHECK(wraps == 1); // 65,535 values: one wrap in 70,000
+    CHECK_FALSE(t.deregister(0x12345678));
+    CHECK(t.epoch() == last); // a refused deregistration changes nothing
+}

@@ -44,6 +44,24 @@ public:
     const memory_region* find_by_lkey(uint32_t lkey) const noexcept;
     size_t size() const noexcept { return live_; }
 
+    // Regions never change once registered; only deregistration takes one away. So a
+    // range found valid under a key stays valid while epoch() is unchanged: the engine
+    // checks a message's whole range once and then resolves each packet by host_at().
+    // 16 bits, never 0 (a holder's "not checked"); when it wraps, the wrap hook runs so
+    // holders forget the epochs they kept.
+    uint16_t epoch() const noexcept { return epoch_; }
+    void set_wrap_hook(void (*hook)(void*), void* arg) noexcept
+    {
+        wrap_hook_ = hook;
+        wrap_arg_ = arg;
+    }
+    // The host address of va under key; only for a range checked in this epoch.
+    uint8_t* host_at(uint32_t key, uint64_t va) const noexcept
+    {
+        const memory_region& mr = entries_[key & k_index_mask].mr;
+        return mr.host + (va - mr.va);
+    }
+
     // Keys carry the table index in their low bits (memory_region.cpp says the rest).
     static constexpr uint32_t k_index_bits = 16;
     static constexpr uint32_t k_index_mask = (1u << k_index_bits) - 1;
@@ -62,6 +80,9 @@ private:
     std::vector<uint32_t> free_;
     uint32_t key_salt_;
     size_t live_ = 0;
+    uint16_t epoch_ = 1;
+    void (*wrap_hook_)(void*) = nullptr;
+    void* wrap_arg_ = nullptr;
 };
 
 // The checks run for every data packet on both sides: inline.
