@@ -24,7 +24,7 @@ const endpoint_config& checked(const endpoint_config& c)
 } // namespace
 
 endpoint::impl::impl(const endpoint_config& c)
-    : cfg(checked(c)), mrs(c.max_mrs, c.seed), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks), acks(c.ack_blocks, true), stream_recs(c.stream_blocks),
+    : cfg(checked(c)), mrs(c.max_mrs, c.seed, [](void* e) { static_cast<impl*>(e)->forget_mr_tags(); }, this), sges(c.sge_entries), records(c.record_chunks), flights(c.record_chunks), sacks(c.sack_blocks), acks(c.ack_blocks, true), stream_recs(c.stream_blocks),
       nak_rings(std::min<uint32_t>(c.max_connections, 0xfffe), true),
       send_slots(c.send_slot_chunks, true), recv_slots(c.recv_slot_chunks, true), logs(c.send_log_chunks, true),
       job_slots(c.read_job_chunks), cc(c.transport.cc),
@@ -44,7 +44,6 @@ endpoint::impl::impl(const endpoint_config& c)
     cookie_key[0] = random64();
     cookie_key[1] = random64();
     coverage_key.key = random64();
-    mrs.set_wrap_hook([](void* e) { static_cast<impl*>(e)->forget_mr_tags(); }, this);
 }
 
 uint64_t endpoint::impl::random64() noexcept

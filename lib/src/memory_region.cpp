@@ -16,9 +16,9 @@ uint32_t make_key(uint32_t index, uint16_t generation, uint32_t salt, bool remot
 }
 } // namespace
 
-mr_table::mr_table(uint32_t capacity, uint64_t seed)
+mr_table::mr_table(uint32_t capacity, uint64_t seed, void (*wrap_hook)(void*), void* wrap_arg)
     : entries_(capacity > k_index_mask ? k_index_mask : capacity),
-      key_salt_(uint32_t(seed * 0x9e3779b97f4a7c15ull >> 40))
+      key_salt_(uint32_t(seed * 0x9e3779b97f4a7c15ull >> 40)), wrap_hook_(wrap_hook), wrap_arg_(wrap_arg)
 {
     free_.reserve(entries_.size());
     for (uint32_t i = uint32_t(entries_.size()); i > 0; --i) {

@@ -179,10 +179,9 @@ TEST_CASE("the table refuses registrations when full", "[mr]")
 
 TEST_CASE("the epoch moves on every deregistration only, skips 0 and calls the wrap hook", "[mr]")
 {
-    mr_table t(4);
-    std::vector<uint8_t> buf(256);
     int wraps = 0;
-    t.set_wrap_hook([](void* n) { ++*static_cast<int*>(n); }, &wraps);
+    mr_table t(4, 1, [](void* n) { ++*static_cast<int*>(n); }, &wraps);
+    std::vector<uint8_t> buf(256);
     const uint16_t first = t.epoch();
     CHECK(first != 0);
     const auto keep = t.register_region(buf.data(), 0x1000, buf.size(), k_all);

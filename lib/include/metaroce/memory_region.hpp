@@ -22,7 +22,12 @@ enum class mr_check : uint8_t { ok, bad_key, access_denied, out_of_bounds };
 
 class mr_table {
 public:
-    explicit mr_table(uint32_t capacity, uint64_t seed = 1);
+    // wrap_hook (with wrap_arg) runs when epoch() wraps (below); fixed for the table's
+    // life, so nothing holding a reference to the table can turn it off.
+    explicit mr_table(uint32_t capacity, uint64_t seed = 1, void (*wrap_hook)(void*) = nullptr,
+                      void* wrap_arg = nullptr);
+    mr_table(const mr_table&) = delete;
+    mr_table& operator=(const mr_table&) = delete;
 
     // Registers [host, host+length) seen by peers at `va`. Returns nullopt when full
     // or when length is 0.
@@ -50,11 +55,6 @@ public:
     // 16 bits, never 0 (a holder's "not checked"); when it wraps, the wrap hook runs so
     // holders forget the epochs they kept.
     uint16_t epoch() const noexcept { return epoch_; }
-    void set_wrap_hook(void (*hook)(void*), void* arg) noexcept
-    {
-        wrap_hook_ = hook;
-        wrap_arg_ = arg;
-    }
     // The host address of va under key; only for a range checked in this epoch.
     uint8_t* host_at(uint32_t key, uint64_t va) const noexcept
     {
@@ -81,8 +81,8 @@ private:
     uint32_t key_salt_;
     size_t live_ = 0;
     uint16_t epoch_ = 1;
-    void (*wrap_hook_)(void*) = nullptr;
-    void* wrap_arg_ = nullptr;
+    void (*wrap_hook_)(void*);
+    void* wrap_arg_;
 };
 
 // The checks run for every data packet on both sides: inline.
