@@ -593,18 +593,20 @@ inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uin
     }
 }
 
-// A path whose own route is full (spec 5.3): an ACK mostly CE-marked whose RTT sample
-// sits more than k_route_queue times the connection's mean queueing above its smallest
-// RTT (a bottleneck its paths share marks and delays them alike, and the connection
-// window answers that) limits the path to one new packet out. It then earns one more
+// A paced connection's path whose own route is full (spec 5.3): an ACK mostly CE-marked,
+// on a connection paced by a hint, whose RTT sample sits more than k_route_queue times
+// the connection's mean queueing above its smallest RTT (a bottleneck its paths share
+// marks and delays them alike, and the connection window answers that) limits the path
+// to one new packet out. It then earns one more
 // packet out per round trip of unmarked ACKs (route_win counts 1/256 packets), until the
 // limit reaches its window and ends. Under pacing the path windows rarely bind: without
-// this, round robin gives a slow route's paths as much as the others.
+// this, round robin gives a slow route's paths as much as the others. Unpaced, the
+// windows steer (one packet out there also slows loss recovery under bursty loss).
 inline void endpoint::impl::route_limit(connection& c, detail::path_flight& f, uint16_t rx, uint16_t ce,
                                         uint32_t newly, uint32_t rtt) noexcept
 {
     if (rx > 0 && 2u * ce > rx) {
-        if (rtt > c.min_rtt_ns && c.srtt_ns >= c.min_rtt_ns &&
+        if (c.cc.rate_hint_mbps != 0 && rtt > c.min_rtt_ns && c.srtt_ns >= c.min_rtt_ns &&
             rtt - c.min_rtt_ns > detail::k_route_queue * (c.srtt_ns - c.min_rtt_ns)) {
             f.route_win = 256;
         }
