@@ -311,6 +311,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (c.cc.cwnd != conn_w || c.cc.hint_cwnd != hint_w) {
             refresh_windows(c);
         }
+        route_limit(c, fb, rx, ce, newly, sampled ? sample : 0);
         rearm_path_timers(c, p, now);
     }
     if ((pk.flags & wire::bth_flag::also_acks) != 0) {

@@ -20,6 +20,9 @@
 namespace metaroce::detail {
 
 inline constexpr uint32_t k_path_window = wire::k_sack_bits;
+// A marked path's queueing (RTT above the connection's smallest) must exceed the
+// connection's mean queueing this many times for its route to count as its own (spec 5.3).
+inline constexpr uint64_t k_route_queue = 3;
 inline constexpr int32_t k_nil = -1;
 // RACK losses a path may take without delivering anything before its RTO is left to run.
 inline constexpr uint32_t k_rack_strikes = 3;
@@ -147,6 +150,9 @@ struct path_flight {
     uint32_t timeouts = 0;            // consecutive, reset by progress or an answered probe
     uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint32_t win_room = 1;            // window_room(cc.cwnd), by refresh_windows (sentinel: 1)
+    // Packets (in 1/256) this path may have out while its own route is full (spec 5.3,
+    // route_limit); 0 = no such limit. A limited path keeps its block.
+    uint32_t route_win = 0;
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
     uint64_t tlp_deadline = k_no_deadline;  // tail-loss probe, once per quiet spell; set_tlp()

@@ -199,6 +199,8 @@ struct endpoint::impl {
     }
     void request_probe(connection& c, uint32_t path) noexcept;
     void path_progress(connection& c, detail::path_tx& p, uint64_t now) noexcept; // inline, below
+    void route_limit(connection& c, detail::path_flight& f, uint16_t rx, uint16_t ce, uint32_t newly,
+                     uint32_t rtt) noexcept; // inline, below
     bool path_timeout(connection& c, uint32_t path, uint64_t now) noexcept;
     void move_off_plane(uint8_t plane, uint64_t now) noexcept;
     void move_home(uint8_t plane) noexcept;
@@ -436,13 +438,13 @@ inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e)
 }
 
 // Settled: nothing outstanding, no timer armed, no timeouts, RACK strikes or resends
-// pending, not failed or suspect (their probes and RTOs run on the block), nothing queued
-// for it. A congested path may settle: the state only shows (pick_path clears it).
+// pending, no route limit (spec 5.3; it lives in the block), not failed or suspect (their
+// probes and RTOs run on the block), nothing queued for it. A congested path may settle: the state only shows (pick_path clears it).
 inline bool endpoint::impl::settled(const connection& c, const detail::path_tx& p) const noexcept
 {
     const detail::path_flight& f = c.fl(p);
     return p.una == p.next_psn && f.rto_deadline == k_no_deadline && f.tlp_deadline == k_no_deadline &&
-           f.timeouts == 0 && f.stalls == 0 && f.rack_strikes == 0 && p.state != path_state::failed &&
+           f.timeouts == 0 && f.stalls == 0 && f.rack_strikes == 0 && f.route_win == 0 && p.state != path_state::failed &&
            p.state != path_state::suspect && !p.probe_pending && !p.in_retx_list && !p.tlp_new && !p.ack_req_next;
 }
 
@@ -633,6 +635,31 @@ inline void endpoint::impl::path_progress(connection& c, detail::path_tx& p, uin
     }
     if (p.plane < plane_tab.size()) {
         plane_tab[p.plane].timeouts_since_progress = 0;
+    }
+}
+
+// A paced connection's path whose own route is full (spec 5.3): an ACK mostly CE-marked,
+// on a connection paced by a hint, whose RTT sample sits more than k_route_queue times
+// the connection's mean queueing above its smallest RTT (a bottleneck its paths share
+// marks and delays them alike, and the connection window answers that) limits the path
+// to one new packet out. It then earns one more
+// packet out per round trip of unmarked ACKs (route_win counts 1/256 packets), until the
+// limit reaches its window and ends. Under pacing the path windows rarely bind: without
+// this, round robin gives a slow route's paths as much as the others. Unpaced, the
+// windows steer (one packet out there also slows loss recovery under bursty loss).
+inline void endpoint::impl::route_limit(connection& c, detail::path_flight& f, uint16_t rx, uint16_t ce,
+                                        uint32_t newly, uint32_t rtt) noexcept
+{
+    if (rx > 0 && 2u * ce > rx) {
+        if (c.cc.rate_hint_mbps != 0 && rtt > c.min_rtt_ns && c.srtt_ns >= c.min_rtt_ns &&
+            rtt - c.min_rtt_ns > detail::k_route_queue * (c.srtt_ns - c.min_rtt_ns)) {
+            f.route_win = 256;
+        }
+    } else if (f.route_win != 0 && ce == 0) {
+        f.route_win += uint32_t(uint64_t(newly) * 65536 / f.route_win); // + newly / window
+        if ((f.route_win >> 8) >= f.win_room) {
+            f.route_win = 0;
+        }
     }
 }
 

@@ -113,9 +113,10 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
     return post_result::ok;
 }
 
-// Round robin over paths with window (spec 5.3, 5.8). Suspect paths are used only when
-// no other path has room, and paths on a plane whose port the driver says is backed up
-// only when no path on another plane has; failed paths never carry data. Congested paths are not skipped:
+// Round robin over paths with window (spec 5.3, 5.8). Suspect paths, and paths at the
+// limit their own full route set (route_limit), are used only when no other path has
+// room, and paths on a plane whose port the driver says is backed up only when no path
+// on another plane has; failed paths never carry data. Congested paths are not skipped:
 // their trimmed windows already steer packets elsewhere (skipping them costs goodput).
 // Returns -1 when nothing may be sent now.
 // The common case inline: the next path in turn is good and has room (exactly what
@@ -177,7 +178,8 @@ __attribute__((noinline)) int endpoint::impl::pick_path_scan(connection& c, uint
             starved = true; // the record pool is empty: like a full window
             continue;
         }
-        if (p.state == path_state::suspect) {
+        const uint32_t limit = c.fl(p).route_win >> 8; // 0: none (route_limit)
+        if (p.state == path_state::suspect || (limit != 0 && c.fl(p).inflight >= limit)) {
             if (fallback < 0) {
                 fallback = int(i);
             }

@@ -260,6 +260,54 @@ TEST_CASE("an ECN mark trims only the path that saw it", "[health][cc]")
     }
 }
 
+TEST_CASE("a path whose own route queues and marks gets new data only as it earns it", "[health][cc]")
+{
+    // Path 1's route holds a queue of its own (spec 5.3): its packets arrive CE-marked and
+    // 200 us late (400 us base RTT), the other paths' on time and clear. Two connections share a 10 Gb/s
+    // receiver, so each is paced at its hint and its path windows do not bind: round
+    // robin alone gives path 1 as much as any other path.
+    transport_config t;
+    t.paths = 8;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, t, 22);
+    cb.inbound_capacity_mbps = 10'000;
+    pair_harness h(ca, cb, 200'000); // 400 us base RTT
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    uint64_t sent[8] = {};
+    h.filter = [&](captured& p) {
+        const wire::packet_view v = p.view();
+        if (p.to == 1 && is_data(p) && v.path < 8) {
+            ++sent[v.path];
+            if (v.path == 1) {
+                p.meta.ce = true;
+                p.deliver_at += 200'000;
+            }
+        }
+        return false;
+    };
+    constexpr size_t k_bytes = 8 << 20;
+    buffer src(h.a(), k_bytes, k_all_access, 3);
+    buffer d1(h.b(), k_bytes, k_all_access);
+    buffer d2(h.b(), k_bytes, k_all_access);
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::write, src, d1, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::write, src, d2, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(src.bytes, d1.bytes).empty());
+    CHECK(first_mismatch(src.bytes, d2.bytes).empty());
+    CHECK(h.a().inspect(c1)->rate_hint_mbps != 0); // paced
+    uint64_t least_other = UINT64_MAX;
+    for (uint32_t i = 0; i < 8; ++i) {
+        if (i != 1) {
+            least_other = std::min(least_other, sent[i]);
+        }
+    }
+    INFO("path 1: " << sent[1] << " packets, the least of the others: " << least_other);
+    CHECK(sent[1] > 0);                  // still measured
+    CHECK(4 * sent[1] < least_other);
+}
+
 TEST_CASE("random loss that hits every path alike reroutes and fails none of them", "[health][loss]")
 {
     transport_config t;
