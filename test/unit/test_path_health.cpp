@@ -367,26 +367,47 @@ TEST_CASE("a connection's first packet lost three times times out without a rero
     }
 }
 
+namespace {
+
+// 8 paths losing 10 % everywhere, warmed by 1 MiB; then path 3's current route (`dead`)
+// drops everything on top of the random loss, and 4 MiB (src -> dst) are posted.
+struct dead_route_under_loss {
+    pair_harness h{[] {
+        transport_config t;
+        t.paths = 8;
+        return t;
+    }()};
+    conn_id c = h.connect();
+    xorshift rng{777};
+    buffer src{h.a(), 4 << 20, k_all_access, 6};
+    buffer dst{h.b(), 4 << 20, k_all_access};
+    uint16_t dead = 0;
+
+    dead_route_under_loss()
+    {
+        buffer warm(h.a(), 1 << 20, k_all_access, 5);
+        buffer warm_dst(h.b(), 1 << 20, k_all_access);
+        h.filter = [this](captured&) { return rng.next() % 100 < 10; };
+        REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, warm, warm_dst, 1), h.now()) == post_result::ok);
+        REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
+        dead = h.a().inspect(c)->path[3].udp_sport;
+        h.filter = [this](captured& p) {
+            return (p.to == 1 && p.frame.udp_sport == dead) || rng.next() % 100 < 10;
+        };
+        REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    }
+};
+
+} // namespace
+
 TEST_CASE("under random loss a path that loses everything is still rerouted", "[health][loss]")
 {
-    transport_config t;
-    t.paths = 8;
-    pair_harness h(t);
-    const conn_id c = h.connect();
-    xorshift rng{777};
-    buffer warm(h.a(), 1 << 20, k_all_access, 5);
-    buffer warm_dst(h.b(), 1 << 20, k_all_access);
-    h.filter = [&](captured&) { return rng.next() % 100 < 10; };
-    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, warm, warm_dst, 1), h.now()) == post_result::ok);
-    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
-    // Now path 3's current route drops everything on top of the random loss.
-    const uint16_t dead = h.a().inspect(c)->path[3].udp_sport;
-    h.filter = [&](captured& p) {
-        return (p.to == 1 && p.frame.udp_sport == dead) || rng.next() % 100 < 10;
-    };
-    buffer src(h.a(), 4 << 20, k_all_access, 6);
-    buffer dst(h.b(), 4 << 20, k_all_access);
-    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    dead_route_under_loss d;
+    pair_harness& h = d.h;
+    const conn_id c = d.c;
+    const uint16_t dead = d.dead;
+    const buffer& src = d.src;
+    const buffer& dst = d.dst;
     REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
     CHECK(h.cq[0][1].status == wc_status::success);
     CHECK(first_mismatch(src.bytes, dst.bytes).empty());
@@ -540,23 +561,12 @@ TEST_CASE("timeouts that random loss explains do not back the path's timer off",
     // The connection loses 10 % everywhere; then path 3's route loses everything. Its
     // first timeouts are within the loss slack (spec 5.6): chance, not congestion, so the
     // retransmission timer stays at one RTO instead of doubling while the path waits.
-    transport_config t;
-    t.paths = 8;
-    pair_harness h(t);
-    const conn_id c = h.connect();
-    xorshift rng{777};
-    buffer warm(h.a(), 1 << 20, k_all_access, 5);
-    buffer warm_dst(h.b(), 1 << 20, k_all_access);
-    h.filter = [&](captured&) { return rng.next() % 100 < 10; };
-    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, warm, warm_dst, 1), h.now()) == post_result::ok);
-    REQUIRE(h.run_until([&] { return h.cq[0].size() == 1; }));
-    const uint16_t dead = h.a().inspect(c)->path[3].udp_sport;
-    h.filter = [&](captured& p) {
-        return (p.to == 1 && p.frame.udp_sport == dead) || rng.next() % 100 < 10;
-    };
-    buffer src(h.a(), 4 << 20, k_all_access, 6);
-    buffer dst(h.b(), 4 << 20, k_all_access);
-    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 2), h.now()) == post_result::ok);
+    dead_route_under_loss d;
+    pair_harness& h = d.h;
+    const conn_id c = d.c;
+    const uint16_t dead = d.dead;
+    const buffer& src = d.src;
+    const buffer& dst = d.dst;
     // When path 3 times out, while its route is still the dead one.
     std::vector<uint64_t> at;
     uint32_t seen = h.a().inspect(c)->path[3].timeouts;
