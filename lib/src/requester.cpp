@@ -121,13 +121,23 @@ post_result endpoint::impl::post_send(connection& c, const send_wr& wr, uint64_t
 // Returns -1 when nothing may be sent now.
 // The common case inline: the next path in turn is good and has room (exactly what
 // the scan's first step would take); anything else goes to the scan.
+namespace {
+// What route_limit lets the path hold: its earned packets, or no limit.
+inline uint32_t route_room(const path_flight& f) noexcept
+{
+    const uint32_t limit = f.route_win >> 8;
+    return limit != 0 ? limit : UINT32_MAX;
+}
+} // namespace
+
 __attribute__((always_inline)) inline int endpoint::impl::pick_path(connection& c, uint64_t now) noexcept
 {
     if (c.inflight < c.win_room && (c.cc.rate_hint_mbps == 0 || now >= c.pace_next) && c.tlp_paths.empty() &&
         c.paths != 0) {
         const uint32_t i = c.rr_path < c.paths ? c.rr_path : c.rr_path % c.paths;
         const path_tx& p = c.ptx[i];
-        if (p.state == path_state::good && c.fl(p).inflight < c.fl(p).win_room &&
+        const path_flight& f = c.fl(p);
+        if (p.state == path_state::good && f.inflight < f.win_room && f.inflight < route_room(f) &&
             uint32_t(p.next_psn - p.una) < k_path_window && has_record_room(c, p) &&
             (busy_planes >> p.plane & 1u) == 0) {
             c.rr_path = i + 1;
@@ -178,8 +188,7 @@ __attribute__((noinline)) int endpoint::impl::pick_path_scan(connection& c, uint
             starved = true; // the record pool is empty: like a full window
             continue;
         }
-        const uint32_t limit = c.fl(p).route_win >> 8; // 0: none (route_limit)
-        if (p.state == path_state::suspect || (limit != 0 && c.fl(p).inflight >= limit)) {
+        if (p.state == path_state::suspect || c.fl(p).inflight >= route_room(c.fl(p))) {
             if (fallback < 0) {
                 fallback = int(i);
             }
