@@ -224,6 +224,9 @@ struct path_tx {
     bool in_retx_list : 1 = false;
     bool tlp_new : 1 = false;         // a tail probe asked for the next new packet here
     bool ack_req_next : 1 = false;    // that packet asks for an ACK at once
+    // Settled: the route limit its next block starts from (whole packets, at most 15;
+    // 0 = none; path_flight::route_win while the block is held).
+    uint8_t route_lim_q : 4 = 0;
     uint8_t tlp_next = 0;             // tlp_paths' link
 };
 static_assert(sizeof(path_tx) == 32);

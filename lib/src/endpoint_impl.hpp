@@ -360,6 +360,7 @@ inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::pat
         f.cc.cwnd = detail::unpack_cwnd(p.cwnd_q); // the rest of the round state starts afresh
         f.cc.alpha = detail::unpack_alpha(p.alpha_q);
         f.win_room = window_room(f.cc.cwnd);
+        f.route_win = uint32_t(p.route_lim_q) << 8;
     }
     detail::path_flight& f = c.fl(p);
     fresh = f.tail == detail::record_pool::k_nil;
@@ -438,13 +439,13 @@ inline void endpoint::impl::log_sent(connection& c, const detail::sent_entry& e)
 }
 
 // Settled: nothing outstanding, no timer armed, no timeouts, RACK strikes or resends
-// pending, no route limit (spec 5.3; it lives in the block), not failed or suspect (their
+// pending (a route limit is kept in the summary, spec 5.3), not failed or suspect (their
 // probes and RTOs run on the block), nothing queued for it. A congested path may settle: the state only shows (pick_path clears it).
 inline bool endpoint::impl::settled(const connection& c, const detail::path_tx& p) const noexcept
 {
     const detail::path_flight& f = c.fl(p);
     return p.una == p.next_psn && f.rto_deadline == k_no_deadline && f.tlp_deadline == k_no_deadline &&
-           f.timeouts == 0 && f.stalls == 0 && f.rack_strikes == 0 && f.route_win == 0 && p.state != path_state::failed &&
+           f.timeouts == 0 && f.stalls == 0 && f.rack_strikes == 0 && p.state != path_state::failed &&
            p.state != path_state::suspect && !p.probe_pending && !p.in_retx_list && !p.tlp_new && !p.ack_req_next;
 }
 
@@ -509,6 +510,7 @@ inline void endpoint::impl::drop_block(connection& c, detail::path_tx& p) noexce
     p.min_rtt_q = detail::pack16(f.min_rtt_ns);
     p.cwnd_q = detail::pack_cwnd(f.cc.cwnd);
     p.alpha_q = detail::pack_alpha(f.cc.alpha);
+    p.route_lim_q = uint8_t(std::min<uint32_t>(f.route_win >> 8, 15)) & 15u;
     c.settled_tx += f.tx_packets;
     c.settled_retx += f.retransmits;
     flights.give(p.blk);
