@@ -151,7 +151,7 @@ struct path_flight {
     uint32_t stalls = 0;              // timeouts since data last made progress (probes do not count)
     uint32_t win_room = 1;            // window_room(cc.cwnd), by refresh_windows (sentinel: 1)
     // Packets (in 1/256) this path may have out while its own route is full (spec 5.3,
-    // route_limit); 0 = no such limit. A limited path keeps its block.
+    // route_limit); 0 = no such limit. Settling keeps it in path_tx::route_lim_q.
     uint32_t route_win = 0;
     uint64_t rto_ns = 0;
     uint64_t rto_deadline = k_no_deadline;  // set through set_rto() (clearing may be direct)
