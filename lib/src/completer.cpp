@@ -294,7 +294,6 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         s.rate_hint_mbps = hint;
         s.min_rtt_ns = c.min_rtt_ns;
         s.packet_bytes = c.mtu;
-        s.path_inflight = c.fl(p).inflight + newly; // before this ACK settled any
         // The windows change only at a round's end or in slow start: their integer
         // forms are redone then, not on every ACK.
         path_flight& fb = c.fl(p);

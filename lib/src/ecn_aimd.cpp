@@ -90,16 +90,6 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         p.conn_round_marked = c.round_id;
         ++c.round_marked_paths;
     }
-    // A mark on a path at its floor, or with no more than its floor out (spec 6.2):
-    // cutting that path's window cannot slow it (it keeps its one packet), so with more
-    // paths than the window needs (each carrying a packet or none) only the connection
-    // can act on it.
-    const bool loose = s.ce_pkts > 0 && (p.cwnd <= cfg_.path_cwnd_min ||
-                                         (s.path_inflight != ack_sample::k_flight_unknown &&
-                                          double(s.path_inflight) <= cfg_.path_cwnd_min));
-    if (loose) {
-        c.round_loose_ce += s.ce_pkts;
-    }
     if (s.now_ns >= p.round_end_ns) {
         end_round(p, p.round_ce > 0, cfg_.ecn_gain,
                   rtt_scaled(cfg_.additive_increase, s.path_min_rtt_ns, cfg_.ai_reference_rtt_ns),
@@ -128,12 +118,6 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         const double cap = c.hint_cwnd > 0 ? std::max(c.cwnd, c.hint_cwnd) : cfg_.conn_cwnd_max;
         if (s.ce_pkts > 0) {
             c.slow_start = false;
-            if (loose) {
-                // No path window will absorb the overshoot of the last doubling: the
-                // connection's cuts start at half the marked fraction's bound (DCTCP
-                // starts at a whole one) instead of climbing from 0 at gain g.
-                c.alpha = std::max(c.alpha, 0.5);
-            }
         } else {
             c.cwnd = std::min({std::max(cfg_.conn_cwnd_max, c.hint_cwnd), cap, c.cwnd + s.newly_acked});
             c.slow_start = c.hint_cwnd == 0 || c.cwnd < c.hint_cwnd;
@@ -147,9 +131,7 @@ void ecn_aimd::on_ack(path_cc_state& p, conn_cc_state& c, const ack_sample& in) 
         // conn_cwnd_max bounds growth without a hint; it never cuts a window a share
         // (the receiver's word for the bottleneck) allowed, e.g. when the hint stops
         // because the sender is alone.
-        // The window is also cut by marks no path window could act on (loose, above).
-        const bool common = 2 * c.round_marked_paths > c.round_paths || c.round_loose_ce > 0;
-        c.round_loose_ce = 0;
+        const bool common = 2 * c.round_marked_paths > c.round_paths;
         end_round(c, common, cfg_.ecn_gain,
                   c.slow_start ? 0.0 : rtt_scaled(cfg_.conn_additive_increase, s.min_rtt_ns, cfg_.ai_reference_rtt_ns),
                   cfg_.conn_cwnd_min, std::max({cfg_.conn_cwnd_max, c.hint_cwnd, c.cwnd}), s.now_ns, s.srtt_ns);

@@ -34,7 +34,6 @@ struct conn_cc_state {
     uint32_t round_id = 0;
     uint32_t round_paths = 0;        // paths that reported in this round
     uint32_t round_marked_paths = 0; // ... and saw at least one mark
-    uint32_t round_loose_ce = 0;     // marks on paths with no more than their floor out
 };
 
 struct ack_sample {
@@ -48,10 +47,6 @@ struct ack_sample {
     uint32_t rate_hint_mbps = 0;
     uint64_t min_rtt_ns = 0;    // connection's smallest RTT sample (0 = none yet)
     uint32_t packet_bytes = 0;  // payload per packet (mtu)
-    static constexpr uint32_t k_flight_unknown = UINT32_MAX;
-    // Packets its path had out before this ACK (spec 6.2: whether the path's window can
-    // act on its mark). k_flight_unknown: a mark is its path's unless at its floor.
-    uint32_t path_inflight = k_flight_unknown;
 };
 
 // The window a connection may use: its AIMD window, capped by the receiver's hint.
