@@ -145,9 +145,7 @@ void endpoint::impl::release_slots(connection& c) noexcept
             r.sack = sacks.sentinel();
         }
         if (r.ack != acks.sentinel()) {
-            acks.base()[r.ack] = ack_block{}; // the pool takes blocks back idle
-            acks.give(r.ack);
-            r.ack = acks.sentinel();
+            give_ack(r, c.ack(r));
         }
     }
     c.naks.release(nak_rings);

@@ -264,6 +264,7 @@ struct endpoint::impl {
     bool owe_ack(detail::path_rx& r) noexcept;
     bool claim_stream(connection& c, uint32_t stream) noexcept;
     void settle_ack(detail::path_rx& r) noexcept;
+    void give_ack(detail::path_rx& r, detail::ack_block& a) noexcept;
     void flush_delayed_acks(connection& c) noexcept;
     void push_shares() noexcept;
     uint32_t loss_slack(const connection& c, uint32_t path) const noexcept;
@@ -487,14 +488,19 @@ inline bool endpoint::impl::claim_stream(connection& c, uint32_t s) noexcept
     return true;
 }
 
+// r's block a goes back (r holds one): reset, as the pool keeps blocks idle.
+inline void endpoint::impl::give_ack(detail::path_rx& r, detail::ack_block& a) noexcept
+{
+    a = detail::ack_block{};
+    acks.give(r.ack);
+    r.ack = acks.sentinel();
+}
+
 // r's block goes back if no ACK is owed after all (neither queued nor delayed).
 inline void endpoint::impl::settle_ack(detail::path_rx& r) noexcept
 {
-    detail::ack_block& a = acks.base()[r.ack];
-    if (r.ack != acks.sentinel() && !a.queued && !a.delayed) {
-        a = detail::ack_block{}; // the pool takes blocks back idle
-        acks.give(r.ack);
-        r.ack = acks.sentinel();
+    if (r.ack != acks.sentinel() && !acks.base()[r.ack].queued && !acks.base()[r.ack].delayed) {
+        give_ack(r, acks.base()[r.ack]);
     }
 }
 

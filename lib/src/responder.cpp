@@ -632,9 +632,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
         b.flags |= wire::bth_flag::also_acks;
     }
     c.last_ack_path = int32_t(path);
-    ab = ack_block{}; // nothing is owed once it is built: back idle, as the pool keeps it
-    acks.give(r.ack);
-    r.ack = acks.sentinel();
+    give_ack(r, ab); // nothing is owed once it is built
     f.len = wire::build_ack(f.buf, b, a);
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;
