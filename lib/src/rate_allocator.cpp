@@ -17,6 +17,12 @@ constexpr uint64_t k_pending_epochs = 8;
 // The queue is judged over one packet per member, but at most this many epochs (most
 // members sending far under their share must not stall the drain).
 constexpr double k_meas_max_epochs = 8;
+// Above `utilization_` the shares fill the rest of the capacity in this many steps, one
+// per measurement without a CE mark once the marks stopped for k_quiet_epochs.
+constexpr double k_fill_steps = 8;
+// Epochs without any mark before the shares grow past `utilization_`: as long as the
+// longest measurement, so a fabric that marks every few epochs never fills.
+constexpr uint32_t k_quiet_epochs = 8;
 
 } // namespace
 
@@ -91,6 +97,7 @@ bool rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t n
     pkt_bytes_[idx] = std::max<uint32_t>(bytes, 1);
     ++epoch_pkts_;
     ++meas_pkts_;
+    meas_ce_ += ce ? 1 : 0;
     epoch_ce_ += ce ? 1 : 0;
     return joined;
 }
@@ -178,7 +185,18 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
         const double gap_ns = meas_pkts_ == 0 ? 0.0 : span * double(members_.size()) / meas_pkts_;
         const double drain_ns = std::max(k_drain_epochs * double(epoch_ns_), 2 * gap_ns);
         queue_scale_ = std::max(utilization_ / 4, utilization_ - queued / drain_ns);
+        // The headroom is lent while nothing marks: a measurement without a mark after
+        // k_quiet_epochs clean epochs adds a step of it, one with a mark takes two back.
+        if (meas_pkts_ != 0) {
+            const double step = (1 - utilization_) / k_fill_steps;
+            if (meas_ce_ != 0) {
+                fill_ = std::max(0.0, fill_ - 2 * step);
+            } else if (quiet_epochs_ >= k_quiet_epochs) {
+                fill_ = std::min(1 - utilization_, fill_ + step);
+            }
+        }
         meas_pkts_ = 0;
+        meas_ce_ = 0;
         meas_queue_ns_ = UINT32_MAX;
         meas_start_ns_ = now;
     }
@@ -187,10 +205,11 @@ void rate_allocator::close_epoch(uint64_t now) noexcept
     // marking threshold), hand out up to a quarter less. Judged per epoch and not
     // compounded: the cut ends with the marks, or it outlives the queue and idles the link.
     const double marked = epoch_pkts_ == 0 ? 0.0 : double(epoch_ce_) / double(epoch_pkts_);
-    scale_ = queue_scale_;
+    scale_ = queue_scale_ + fill_;
     if (marked > 0.5) {
         scale_ = std::min(scale_, utilization_ * (1 - marked / 4));
     }
+    quiet_epochs_ = epoch_ce_ != 0 ? 0 : std::min(quiet_epochs_ + 1, k_quiet_epochs);
     epoch_pkts_ = 0;
     epoch_ce_ = 0;
     close_shares(now);

@@ -117,7 +117,8 @@ TEST_CASE("a far sender silent between bursts keeps its share", "[long_haul][rat
         }
     }
     CHECK(r.active() == 2);
-    CHECK(r.hint_mbps(0) < 50'000);
+    CHECK(r.hint_mbps(0) != 0);       // still shared (alone it would be "no hint")
+    CHECK(r.hint_mbps(0) <= 50'000);  // at most half, the headroom lent included
     // A near sender as silent for as long has left.
     rate_allocator q(100'000, 0.9, epoch, 8);
     q.on_packet(0, 256 * 1024, false, 1'000, 0, 0);

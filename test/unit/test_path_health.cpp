@@ -181,7 +181,8 @@ TEST_CASE("a contended receiver puts each sender's share in its ACKs and senders
     REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
     CHECK(first_mismatch(src.bytes, d1.bytes).empty());
     CHECK(first_mismatch(src.bytes, d2.bytes).empty());
-    // ACKs carry at most an equal share of 90 % of 100 Gb/s, and some carry exactly it.
+    // ACKs carry an equal share of 90 % of 100 Gb/s, then (nothing marks) at most an
+    // equal share of all of it.
     std::set<uint32_t> hints;
     for (const captured& p : h.sent) {
         if (p.to == 0 && is_op(p, wire::opcode::ack)) {
@@ -190,10 +191,10 @@ TEST_CASE("a contended receiver puts each sender's share in its ACKs and senders
     }
     REQUIRE_FALSE(hints.empty());
     CHECK(hints.count(45'000) == 1);
-    CHECK(*hints.rbegin() <= 90'000);
+    CHECK(*hints.rbegin() <= 50'000);
     // The sender took the hint: its window is capped by it.
     const auto i1 = *h.a().inspect(c1);
-    CHECK(i1.rate_hint_mbps == 45'000);
+    CHECK(hints.count(i1.rate_hint_mbps) == 1);
 }
 
 TEST_CASE("a lone sender gets no hint", "[health][hint]")
@@ -445,7 +446,8 @@ TEST_CASE("a client reading from several connections at once hints each responde
         CHECK(first_mismatch(remote.bytes, l->bytes).empty());
     }
     // A's ACKs of READ responses carry its share for each responder connection: a
-    // quarter of 90 % of 100 Gb/s from the first response on (all four were expected).
+    // quarter of 90 % of 100 Gb/s from the first response on (all four were expected),
+    // then at most a quarter of all of it (the headroom is lent while nothing marks).
     std::set<uint32_t> hints;
     for (const captured& p : h.sent) {
         if (p.to == 1 && is_op(p, wire::opcode::ack)) {
@@ -454,9 +456,10 @@ TEST_CASE("a client reading from several connections at once hints each responde
     }
     REQUIRE_FALSE(hints.empty());
     CHECK(hints.count(22'500) == 1);
-    CHECK(*hints.rbegin() <= 22'500);
+    CHECK(*hints.begin() >= 22'500);
+    CHECK(*hints.rbegin() <= 25'000);
     // The responder took it: it paces its responses under it.
-    CHECK(h.b().inspect(h.peer_conn())->rate_hint_mbps == 22'500);
+    CHECK(hints.count(h.b().inspect(h.peer_conn())->rate_hint_mbps) == 1);
 }
 
 TEST_CASE("a hint at a tiny RTT still keeps the pipe full while paced", "[health][hint]")

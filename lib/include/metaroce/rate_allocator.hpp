@@ -103,13 +103,18 @@ private:
     uint64_t epoch_ns_;
     uint64_t epoch_end_ = 0;
     // Share of capacity handed out: `utilization_`, less what drains the standing queue
-    // in front of this node within a few epochs. The standing queue is the smallest
-    // queueing delay any packet of the epoch saw.
+    // in front of this node within a few epochs, plus `fill_`. The standing queue is the
+    // smallest queueing delay any packet of the epoch saw.
     double scale_;
+    // The headroom (1 - `utilization_`) lent out while no packet is CE-marked: a link
+    // left idle by a share nobody needs back is goodput lost (spec 6.4).
+    double fill_ = 0;
+    uint32_t quiet_epochs_ = 0;      // epochs in a row without a CE-marked packet
     uint32_t epoch_pkts_ = 0;
     uint32_t epoch_ce_ = 0;
     // The standing queue's measurement: packets, smallest queueing delay, start.
     uint32_t meas_pkts_ = 0;
+    uint32_t meas_ce_ = 0;           // ... and how many of them were CE-marked
     uint32_t meas_queue_ns_ = UINT32_MAX;
     uint64_t meas_start_ns_ = 0;
     double queue_scale_;             // `utilization_` less the drain of the latest measurement
