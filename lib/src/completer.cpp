@@ -18,6 +18,14 @@ bool outstanding(rec_state s) noexcept
     return s == rec_state::in_flight || s == rec_state::lost || s == rec_state::rnr_hold;
 }
 
+// A proactive copy delivered its record (the ACK names it or a later packet, spec 5.10):
+// it served as the resend of a lost original, and the path counts it as one, so the loss
+// the connection measures (loss_slack, spec 5.6) is not hidden by copies.
+uint32_t copy_delivered(const pkt_record& r, uint32_t ts_echo) noexcept
+{
+    return r.copied && r.retx == 1 && int32_t(ts_echo - r.sent_ts) >= 0 ? 1 : 0;
+}
+
 wc_opcode wc_op(wire::opcode op) noexcept
 {
     switch (op) {
@@ -176,6 +184,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (outstanding(r.state)) {
             --c.fl(p).inflight;
             --c.inflight;
+            c.copies -= r.copied;
+            c.fl(p).retransmits += copy_delivered(r, echo);
             ++newly;
             rack_delivered(c, r, echo, now);
             credit(c, r.kind, r.slot, r.msn, 1);
@@ -190,6 +200,8 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (outstanding(r.state)) {
             ++newly;
             if (r.retx > 0) {
+                c.copies -= r.copied;
+                c.fl(p).retransmits += copy_delivered(r, echo);
                 rack_delivered(c, r, echo, now);
             } else {
                 newest_fresh = &r;
@@ -249,6 +261,12 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (c.inflight == 0) {
         c.sent_order.pop_to(logs, c.sent_order.tail); // every entry is settled: the chunks go back
+        c.copies = 0;
+    }
+    if (c.loss_q != 0) {
+        // The smoothed loss decays by 1/128 per packet acknowledged (spec 5.10).
+        c.loss_q -= uint32_t((uint64_t(c.loss_q) * std::min<uint32_t>(newly, 1u << k_loss_gain_shift)) >>
+                             k_loss_gain_shift);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -373,6 +391,7 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
     run_credit run;
     for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
         if (outstanding(r.state)) {
+            c.copies -= r.copied;
             ++newly;
             run.add(*this, c, r); // not RACK's clock: when it arrived is unknown, only that it did
         }
@@ -484,6 +503,9 @@ void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t
 {
     const uint32_t age = uint32_t(now) - r.sent_ts;
     if (r.retx > 0) {
+        if (int32_t(ts_echo - r.sent_ts) < 0 && r.copied) {
+            return; // a copy not needed: an earlier packet answered (no clock: its send time is gone)
+        }
         if (int32_t(ts_echo - r.sent_ts) < 0) {
             // Not needed. Late by reordering if the ACK names a packet sent a round trip and
             // a window before the resend (the original, left to arrive late); one sent
@@ -496,6 +518,9 @@ void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t
             c.reo_clean = 0;
             return;
         }
+        // The latest (re)transmission delivered it: the one before was lost (or its ACK
+        // was), evidence of loss for proactive copies (spec 5.10).
+        c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
         if (age < c.min_rtt_ns) {
             return;
         }

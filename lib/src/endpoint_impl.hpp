@@ -237,13 +237,17 @@ struct endpoint::impl {
     // requester.cpp
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);
     bool produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
     int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.
+    // `copy`: a proactive copy (spec 5.10), sent on the route (plane, sport) given; it
+    // moves the record's send time only, not its transmit number, log or timers.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
-                           bool retx, detail::send_slot* slot = nullptr) noexcept;
+                           bool retx, detail::send_slot* slot = nullptr, bool copy = false,
+                           uint8_t route_plane = 0, uint16_t route_sport = 0) noexcept;
     bool send_new(connection& c, uint32_t path, detail::rec_kind kind, uint16_t slot, uint32_t msn,
                   uint32_t offset, uint16_t len, uint64_t now, tx_frame& f, detail::send_slot* sp = nullptr) noexcept;
 
