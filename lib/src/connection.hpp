@@ -34,9 +34,12 @@ inline constexpr uint32_t k_spell_probes = 2;
 inline constexpr uint32_t k_loss_one = 65536;
 inline constexpr uint32_t k_loss_gain_shift = 7;
 inline constexpr uint32_t k_copy_loss = k_loss_one / 64;
-// ... and while the connection's ECN alpha is below this: loss with marking is the
-// queues' (a full buffer), and copies would only add to them.
-inline constexpr double k_copy_alpha = 1.0 / 32;
+// ... and while the connection's ECN alpha is below this: none of its recent rounds saw
+// marks (a marked round raises alpha by 1/16 of its marked share, and alpha takes about
+// 64 unmarked rounds to decay from 1/16 to here). Loss with marking is the queues' (a
+// full buffer), and copies would only add to them; so would copies into a fabric near
+// its capacity, which marks first.
+inline constexpr double k_copy_alpha = 1.0 / 1024;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.

@@ -479,8 +479,10 @@ bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noex
         }
         pkt_record& r = c.rec(p, e.psn);
         // Resent since, settled, held, copied already, or on a failed path: not copied.
+        // Nor one with a later packet on its path: that packet's ACK shows its loss by the
+        // per-path rule (5.5) a round trip from now.
         if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.retx != 0 ||
-            p.state == path_state::failed) {
+            p.state == path_state::failed || e.psn + 1 != p.next_psn) {
             continue;
         }
         if (uint32_t(now) - r.sent_ts < (r.ack_req ? 0 : cfg.transport.ack_delay_ns)) {
