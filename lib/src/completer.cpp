@@ -18,14 +18,6 @@ bool outstanding(rec_state s) noexcept
     return s == rec_state::in_flight || s == rec_state::lost || s == rec_state::rnr_hold;
 }
 
-// A proactive copy delivered its record (the ACK names it or a later packet, spec 5.10):
-// it served as the resend of a lost original, and the path counts it as one, so the loss
-// the connection measures (loss_slack, spec 5.6) is not hidden by copies.
-uint32_t copy_delivered(const pkt_record& r, uint32_t ts_echo) noexcept
-{
-    return r.copied && r.retx == 1 && int32_t(ts_echo - r.sent_ts) >= 0 ? 1 : 0;
-}
-
 wc_opcode wc_op(wire::opcode op) noexcept
 {
     switch (op) {
@@ -184,8 +176,6 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (outstanding(r.state)) {
             --c.fl(p).inflight;
             --c.inflight;
-            c.copies -= r.copied;
-            c.fl(p).retransmits += copy_delivered(r, echo);
             ++newly;
             rack_delivered(c, r, echo, now);
             credit(c, r.kind, r.slot, r.msn, 1);
@@ -200,8 +190,6 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
         if (outstanding(r.state)) {
             ++newly;
             if (r.retx > 0) {
-                c.copies -= r.copied;
-                c.fl(p).retransmits += copy_delivered(r, echo);
                 rack_delivered(c, r, echo, now);
             } else {
                 newest_fresh = &r;
@@ -503,8 +491,16 @@ void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t
 {
     const uint32_t age = uint32_t(now) - r.sent_ts;
     if (r.retx > 0) {
-        if (int32_t(ts_echo - r.sent_ts) < 0 && r.copied) {
-            return; // a copy not needed: an earlier packet answered (no clock: its send time is gone)
+        if (r.copied) {
+            // Its copy leaves the window (spec 5.10); the settle paths that do not come
+            // here (settle_also) count it themselves.
+            --c.copies;
+            if (int32_t(ts_echo - r.sent_ts) < 0) {
+                return; // not needed: an earlier packet answered (no clock: its send time is gone)
+            }
+            // It served as the resend of a lost original: counted as one for the loss
+            // slack (spec 5.6), so copies do not hide the loss it measures.
+            c.copy_resends += r.retx == 1;
         }
         if (int32_t(ts_echo - r.sent_ts) < 0) {
             // Not needed. Late by reordering if the ACK names a packet sent a round trip and

@@ -656,10 +656,12 @@ struct connection {
     // Proactive copies (spec 5.10): the smoothed share of acknowledged packets whose
     // (re)transmission before the one that arrived was lost (k_loss_one = all), the copies
     // of records still outstanding (each holds one more packet of the window) and the
-    // sent_order index up to which transmissions were considered for a copy.
+    // sent_order index up to which transmissions were considered for a copy, and the
+    // copies that delivered their packet (loss_slack counts them as resends).
     uint32_t loss_q = 0;
     uint32_t copies = 0;
     uint32_t copy_at = 0;
+    uint64_t copy_resends = 0;
 
     slot_table<send_slot> sq;         // size = own max_msgs; chunks while in use
     std::vector<orphan_copy> orphans; // control path only (endpoint::orphan_sends)
