@@ -238,6 +238,7 @@ struct endpoint::impl {
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);
     bool produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool copy_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
@@ -286,6 +287,7 @@ struct endpoint::impl {
     bool settle_also(connection& c, uint32_t path, uint64_t now) noexcept;
     void rearm_path_timers(connection& c, detail::path_tx& p, uint64_t now) noexcept;
     void rack_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
+    void resend_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     void rack_detect(connection& c, uint64_t now) noexcept;
     void tail_probe(connection& c, uint32_t path, uint64_t now, bool allow_new) noexcept;
     bool new_data_ready(const connection& c) const noexcept;

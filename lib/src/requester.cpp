@@ -269,9 +269,13 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     const bool fills = fb.inflight + 1 >= fb.win_room || c.inflight + 1 >= c.win_room ||
                        (fb.inflight == 0 && c.inflight + 1 < c.paths);
     const bool probe = !copy && p.ack_req_next; // new data a tail probe asked for (pick_path)
-    r.ack_req = last || fills || retx || probe;
-    if (r.ack_req) {
-        b.flags |= wire::bth_flag::ack_req;
+    if (copy) {
+        b.flags |= wire::bth_flag::ack_req; // the record keeps its original's ack_req (rack_delivered)
+    } else {
+        r.ack_req = last || fills || retx || probe;
+        if (r.ack_req) {
+            b.flags |= wire::bth_flag::ack_req;
+        }
     }
     if (!copy) {
         p.ack_req_next = false;
@@ -357,15 +361,15 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             refresh_deadlines(c);
         }
     }
-    r.sent_ts = uint32_t(now);
     ++stats.tx_data_packets;
     stats.tx_payload_bytes += r.len;
     if (copy) {
         // Not a transmission of the path's order (5.5): its ACK proves nothing sent
-        // after the original lost, RACK keeps judging the original's log entry (from the
-        // copy's send time) and the path's timers run as they were.
+        // after the original lost; RACK keeps judging the original (its send time and
+        // log entry) and the path's timers run as they were.
         return true;
     }
+    r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     log_sent(c, sent_entry::make(psn, r.xmit_no, path));
     ++c.fl(p).tx_packets;
@@ -448,8 +452,7 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 // path and PSN (the receiver drops whichever of the two arrives second as a duplicate)
 // but takes the next path's route, normally on another plane, so a loss burst on one
 // last hop does not take both. Transmissions are taken in send order from copy_at: each
-// is looked at once. One not yet answerable (its ACK may still be held at the receiver,
-// spec 5.4) stops the walk: a copy arriving first would make its ACK look like a loss.
+// is looked at once.
 bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     if (c.inflight + c.copies >= c.win_room || c.cc.alpha >= k_copy_alpha ||
@@ -484,9 +487,6 @@ bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noex
         if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.retx != 0 ||
             p.state == path_state::failed || e.psn + 1 != p.next_psn) {
             continue;
-        }
-        if (uint32_t(now) - r.sent_ts < (r.ack_req ? 0 : cfg.transport.ack_delay_ns)) {
-            break;
         }
         const uint32_t qi = i + 1 < c.paths ? i + 1 : 0;
         const path_tx& q = c.ptx[qi];
