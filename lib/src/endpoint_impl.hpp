@@ -245,7 +245,7 @@ struct endpoint::impl {
     int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.
     // `copy`: a proactive copy (spec 5.10), sent on the route (plane, sport) given; it
-    // moves the record's send time only, not its transmit number, log or timers.
+    // leaves the record (send time, transmit number, ack_req), the log and the timers.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
                            bool retx, detail::send_slot* slot = nullptr, bool copy = false,
                            uint8_t route_plane = 0, uint16_t route_sport = 0) noexcept;
