@@ -249,6 +249,12 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (c.inflight == 0) {
         c.sent_order.pop_to(logs, c.sent_order.tail); // every entry is settled: the chunks go back
+        c.copies = 0;
+    }
+    if (c.loss_q != 0) {
+        // The smoothed loss decays by 1/128 per packet acknowledged (spec 5.10).
+        c.loss_q -= uint32_t((uint64_t(c.loss_q) * std::min<uint32_t>(newly, 1u << k_loss_gain_shift)) >>
+                             k_loss_gain_shift);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -373,6 +379,7 @@ bool endpoint::impl::settle_also(connection& c, uint32_t qi, uint64_t now) noexc
     run_credit run;
     for_records(c, q, q.una, to, [&](uint32_t, pkt_record& r) {
         if (outstanding(r.state)) {
+            c.copies -= r.copied;
             ++newly;
             run.add(*this, c, r); // not RACK's clock: when it arrived is unknown, only that it did
         }
@@ -476,34 +483,88 @@ void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
     (void)now;
 }
 
+namespace {
+// A transmission sent at `sent` was delivered `age` later: RACK's clock moves on if it is
+// the newest-sent so far.
+void rack_clock(connection& c, uint32_t sent, uint32_t age) noexcept
+{
+    if (!c.rack_valid || int32_t(sent - c.rack_sent) > 0) {
+        c.rack_valid = true;
+        c.rack_sent = sent;
+        c.rack_rtt = age;
+    }
+}
+} // namespace
+
+// An ACK settled `r`, which was copied (spec 5.10): its copy leaves the window (the
+// settle paths that do not come here, settle_also, count it themselves). True when `r`
+// was never resent, only copied: it holds the original's send time then. The ACK of an
+// original that asked for one at once echoes exactly that time; a later one names the
+// copy, so the original was lost. That is loss evidence, and the copy counts as a resend
+// for the loss slack (spec 5.6), so copies do not hide the loss it measures. RACK's clock
+// takes the transmission the ACK names: it was delivered, and the echo is its send time.
+__attribute__((noinline)) bool endpoint::impl::copy_delivered(connection& c, const pkt_record& r, uint32_t ts_echo,
+                                                              uint64_t now) noexcept
+{
+    --c.copies;
+    if (r.retx != 1) {
+        return false; // resent since: judged as a resend
+    }
+    if (int32_t(ts_echo - r.sent_ts) <= 0) {
+        rack_clock(c, r.sent_ts, uint32_t(now) - r.sent_ts);
+        return true;
+    }
+    if (r.ack_req) {
+        c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+        ++c.copy_resends;
+    }
+    rack_clock(c, ts_echo, uint32_t(now) - ts_echo);
+    return true;
+}
+
 // An ACK settled `r` (spec 5.5). A resend whose ACK names a packet sent before it (the
 // echoed timestamp) was not needed: the original arrived, late, so the reorder window
 // grows. Otherwise the newest-sent delivered packet moves RACK's clock on; an ACK that
 // may be the original's for a resent packet gives no send time and is left out.
 void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept
 {
-    const uint32_t age = uint32_t(now) - r.sent_ts;
     if (r.retx > 0) {
-        if (int32_t(ts_echo - r.sent_ts) < 0) {
-            // Not needed. Late by reordering if the ACK names a packet sent a round trip and
-            // a window before the resend (the original, left to arrive late); one sent
-            // after the original says that packet's own ACK was lost: no reordering.
-            ++stats.spurious_retx;
-            if (uint64_t(r.sent_ts - ts_echo) < c.min_rtt_ns + c.reo_steps * std::max<uint64_t>(c.min_rtt_ns / 4, 1)) {
-                return;
-            }
-            c.reo_steps = std::min(c.reo_steps + 1, cfg.transport.reorder_steps_max);
-            c.reo_clean = 0;
-            return;
-        }
-        if (age < c.min_rtt_ns) {
-            return;
-        }
+        resend_delivered(c, r, ts_echo, now);
+        return;
     }
+    const uint32_t age = uint32_t(now) - r.sent_ts;
     if (!c.rack_valid || int32_t(r.sent_ts - c.rack_sent) > 0) {
         c.rack_valid = true;
         c.rack_sent = r.sent_ts;
         c.rack_rtt = age;
+    }
+}
+
+// rack_delivered for a resent or copied record, out of the ACK's common path.
+__attribute__((noinline)) void endpoint::impl::resend_delivered(connection& c, const pkt_record& r,
+                                                                uint32_t ts_echo, uint64_t now) noexcept
+{
+    const uint32_t age = uint32_t(now) - r.sent_ts;
+    if (r.copied && copy_delivered(c, r, ts_echo, now)) {
+        return;
+    }
+    if (int32_t(ts_echo - r.sent_ts) < 0) {
+        // Not needed. Late by reordering if the ACK names a packet sent a round trip and
+        // a window before the resend (the original, left to arrive late); one sent
+        // after the original says that packet's own ACK was lost: no reordering.
+        ++stats.spurious_retx;
+        if (uint64_t(r.sent_ts - ts_echo) < c.min_rtt_ns + c.reo_steps * std::max<uint64_t>(c.min_rtt_ns / 4, 1)) {
+            return;
+        }
+        c.reo_steps = std::min(c.reo_steps + 1, cfg.transport.reorder_steps_max);
+        c.reo_clean = 0;
+        return;
+    }
+    // The latest (re)transmission delivered it: the one before was lost (or its ACK
+    // was), evidence of loss for proactive copies (spec 5.10).
+    c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+    if (age >= c.min_rtt_ns) {
+        rack_clock(c, r.sent_ts, age);
     }
 }
 

@@ -29,6 +29,17 @@ inline constexpr uint32_t k_rack_strikes = 3;
 // Tail probes a quiet path may send before its RTO under random loss (spec 5.6): one for
 // the tail, one for that probe.
 inline constexpr uint32_t k_spell_probes = 2;
+// Proactive copies (spec 5.10): the connection's smoothed loss, in 1/65536 of its packets
+// acknowledged, moves by 1/128 per packet; copies go out while it is at least 1/64.
+inline constexpr uint32_t k_loss_one = 65536;
+inline constexpr uint32_t k_loss_gain_shift = 7;
+inline constexpr uint32_t k_copy_loss = k_loss_one / 64;
+// ... and while the connection's ECN alpha is below this: none of its recent rounds saw
+// marks (a marked round raises alpha by 1/16 of its marked share, and alpha takes about
+// 64 unmarked rounds to decay from 1/16 to here). Loss with marking is the queues' (a
+// full buffer), and copies would only add to them; so would copies into a fabric near
+// its capacity, which marks first.
+inline constexpr double k_copy_alpha = 1.0 / 1024;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.
@@ -642,6 +653,15 @@ struct connection {
     uint32_t reo_steps = 1;           // reorder window in min_rtt/4 steps; spurious resends grow it
     uint32_t reo_clean = 0;           // RACK losses since the window last changed
     uint64_t rack_deadline = k_no_deadline; // when the oldest packet on the wire may be judged
+    // Proactive copies (spec 5.10): the smoothed share of acknowledged packets whose
+    // (re)transmission before the one that arrived was lost (k_loss_one = all), the copies
+    // of records still outstanding (each holds one more packet of the window) and the
+    // sent_order index up to which transmissions were considered for a copy, and the
+    // copies that delivered their packet (loss_slack counts them as resends).
+    uint32_t loss_q = 0;
+    uint32_t copies = 0;
+    uint32_t copy_at = 0;
+    uint64_t copy_resends = 0;
 
     slot_table<send_slot> sq;         // size = own max_msgs; chunks while in use
     std::vector<orphan_copy> orphans; // control path only (endpoint::orphan_sends)

@@ -237,13 +237,18 @@ struct endpoint::impl {
     // requester.cpp
     post_result post_send(connection& c, const send_wr& wr, uint64_t now);
     bool produce_retx(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool copy_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
     int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.
+    // `copy`: a proactive copy (spec 5.10), sent on the route (plane, sport) given; it
+    // leaves the record (send time, transmit number, ack_req), the log and the timers.
     bool build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now, tx_frame& f,
-                           bool retx, detail::send_slot* slot = nullptr) noexcept;
+                           bool retx, detail::send_slot* slot = nullptr, bool copy = false,
+                           uint8_t route_plane = 0, uint16_t route_sport = 0) noexcept;
     bool send_new(connection& c, uint32_t path, detail::rec_kind kind, uint16_t slot, uint32_t msn,
                   uint32_t offset, uint16_t len, uint64_t now, tx_frame& f, detail::send_slot* sp = nullptr) noexcept;
 
@@ -282,6 +287,7 @@ struct endpoint::impl {
     bool settle_also(connection& c, uint32_t path, uint64_t now) noexcept;
     void rearm_path_timers(connection& c, detail::path_tx& p, uint64_t now) noexcept;
     void rack_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
+    void resend_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     void rack_detect(connection& c, uint64_t now) noexcept;
     void tail_probe(connection& c, uint32_t path, uint64_t now, bool allow_new) noexcept;
     bool new_data_ready(const connection& c) const noexcept;

@@ -19,7 +19,7 @@ uint32_t endpoint::impl::loss_slack(const connection& c, uint32_t path) const no
     // Busy spells past (every path's, settled ones were healthy when they settled) and
     // the current spells of the other paths.
     uint64_t tx = c.settled_tx;
-    uint64_t resent = c.settled_retx;
+    uint64_t resent = c.settled_retx + c.copy_resends;
     for (uint32_t i = 0; i < c.ptx.size(); ++i) {
         const path_flight& f = c.fl(c.ptx[i]);
         // Siblings that are themselves failing (timing out, or losing packet after packet

@@ -24,8 +24,9 @@ struct pkt_record {
     uint16_t slot;      // send slot or read job index
     rec_kind kind;
     rec_state state;
-    uint8_t retx;
-    bool ack_req;       // sent asking for an immediate ACK (no delayed-ACK allowance)
+    uint8_t retx;       // resends, a proactive copy included
+    bool ack_req : 1;   // sent asking for an immediate ACK (no delayed-ACK allowance)
+    bool copied : 1;    // a proactive copy went out (spec 5.10): counted in connection::copies
 };
 
 inline constexpr uint32_t k_chunk_shift = 4;

@@ -215,11 +215,13 @@ __attribute__((noinline)) int endpoint::impl::pick_path_scan(connection& c, uint
 }
 
 __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(connection& c, uint32_t path, uint32_t psn, uint64_t now,
-                                       tx_frame& f, bool retx, send_slot* known) noexcept
+                                       tx_frame& f, bool retx, send_slot* known, bool copy,
+                                       uint8_t route_plane, uint16_t route_sport) noexcept
 {
     path_tx& p = c.ptx[path];
     pkt_record& r = retx ? c.rec(p, psn) : c.next_rec(p);
-    wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), p.plane, now);
+    const uint8_t plane = copy ? route_plane : p.plane;
+    wire::bth_fields b = bth_for(c, wire::opcode::read_resp, uint8_t(path), plane, now);
     b.psn = psn;
     const uint8_t* src = nullptr;
     uint32_t msg_len = 0;
@@ -266,12 +268,18 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     const path_flight& fb = c.fl(p);
     const bool fills = fb.inflight + 1 >= fb.win_room || c.inflight + 1 >= c.win_room ||
                        (fb.inflight == 0 && c.inflight + 1 < c.paths);
-    const bool probe = p.ack_req_next; // new data a tail probe asked for (pick_path)
-    r.ack_req = last || fills || retx || probe;
-    if (r.ack_req) {
-        b.flags |= wire::bth_flag::ack_req;
+    const bool probe = !copy && p.ack_req_next; // new data a tail probe asked for (pick_path)
+    if (copy) {
+        b.flags |= wire::bth_flag::ack_req; // the record keeps its original's ack_req (rack_delivered)
+    } else {
+        r.ack_req = last || fills || retx || probe;
+        if (r.ack_req) {
+            b.flags |= wire::bth_flag::ack_req;
+        }
     }
-    p.ack_req_next = false;
+    if (!copy) {
+        p.ack_req_next = false;
+    }
     size_t hdr = 0;
     tx_header_cache& th = tx_hdr;
     constexpr size_t k_th = sizeof(th.bytes);
@@ -340,8 +348,8 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
         std::memcpy(f.buf.data() + hdr, src, r.len);
     }
     f.len = hdr + r.len - f.payload_len;
-    fill_frame_route(c, p.plane, p.udp_sport, f);
-    if (!retx && c.cc.rate_hint_mbps != 0) {
+    fill_frame_route(c, plane, copy ? route_sport : p.udp_sport, f);
+    if ((!retx || copy) && c.cc.rate_hint_mbps != 0) {
         // Space new packets at the receiver's share, in wire bytes (the driver's framing).
         // A sender woken late (a coarse poll loop or timer) keeps its schedule if it is
         // at most k_pace_burst gaps behind, so pacing keeps the share instead of one packet
@@ -353,12 +361,18 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             refresh_deadlines(c);
         }
     }
+    ++stats.tx_data_packets;
+    stats.tx_payload_bytes += r.len;
+    if (copy) {
+        // Not a transmission of the path's order (5.5): its ACK proves nothing sent
+        // after the original lost; RACK keeps judging the original (its send time and
+        // log entry) and the path's timers run as they were.
+        return true;
+    }
     r.sent_ts = uint32_t(now);
     r.xmit_no = ++p.xmit_counter;
     log_sent(c, sent_entry::make(psn, r.xmit_no, path));
     ++c.fl(p).tx_packets;
-    ++stats.tx_data_packets;
-    stats.tx_payload_bytes += r.len;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     // The probe runs from a quiet path's first send, and a pending one from the latest
     // resend: its answer needs a round trip too. After the path's probe fired, a resend
@@ -428,6 +442,70 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
         p.in_retx_list = false;
         park(c, p); // a repeated cumulative point settled everything it had lost
     }
+    return false;
+}
+
+// Proactive copies (spec 5.10): with the connection's window open beyond what new data
+// uses and its packets measurably lost, its oldest unacknowledged first transmissions are
+// sent once more, each at most once, into that room (each copy holds a packet of the
+// window until its record is settled) and at the hint's pace. A copy keeps its record's
+// path and PSN (the receiver drops whichever of the two arrives second as a duplicate)
+// but takes the next path's route, normally on another plane, so a loss burst on one
+// last hop does not take both. Transmissions are taken in send order from copy_at: each
+// is looked at once.
+bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept
+{
+    if (c.inflight + c.copies >= c.win_room || c.cc.alpha >= k_copy_alpha ||
+        (c.cc.rate_hint_mbps != 0 && now < c.pace_next)) {
+        return false;
+    }
+    const send_log& log = c.sent_order;
+    if (log.empty()) {
+        return false;
+    }
+    uint32_t h = int32_t(c.copy_at - log.head) < 0 || int32_t(c.copy_at - log.tail) > 0 ? log.head : c.copy_at;
+    uint16_t chunk = log.head_chunk;
+    constexpr uint32_t k_mask = 0xffffffffu / k_log_chunk; // chunk numbers wrap with indexes
+    for (uint32_t n = ((h / k_log_chunk) - (log.head / k_log_chunk)) & k_mask; n > 0; --n) {
+        chunk = logs.aux(chunk);
+    }
+    const uint32_t first = h;
+    for (; h != log.tail; ++h) {
+        if (h % k_log_chunk == 0 && h != first) {
+            chunk = logs.aux(chunk);
+        }
+        const sent_entry e = logs.base()[size_t(chunk) * k_log_chunk + h % k_log_chunk];
+        const uint32_t i = e.path();
+        path_tx& p = c.ptx[i];
+        if (seq_lt(e.psn, p.una)) {
+            continue; // acknowledged
+        }
+        pkt_record& r = c.rec(p, e.psn);
+        // Resent since, settled, held, copied already, or on a failed path: not copied.
+        // Nor one with a later packet on its path: that packet's ACK shows its loss by the
+        // per-path rule (5.5) a round trip from now.
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.retx != 0 ||
+            p.state == path_state::failed || e.psn + 1 != p.next_psn) {
+            continue;
+        }
+        const uint32_t qi = i + 1 < c.paths ? i + 1 : 0;
+        const path_tx& q = c.ptx[qi];
+        const bool other = q.state != path_state::failed && (busy_planes >> q.plane & 1u) == 0;
+        if (!other && (busy_planes >> p.plane & 1u) != 0) {
+            break; // both ports hold their share already: copies take only idle ports
+        }
+        if (!build_from_record(c, i, e.psn, now, f, true, nullptr, true, other ? q.plane : p.plane,
+                               other ? q.udp_sport : p.udp_sport)) {
+            continue;
+        }
+        r.copied = true;
+        ++r.retx;
+        ++c.copies;
+        ++stats.proactive_copies;
+        c.copy_at = h + 1;
+        return true;
+    }
+    c.copy_at = h;
     return false;
 }
 
@@ -552,9 +630,13 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c
     if ((c.probes_pending != 0 || c.plane_probes != 0) && produce_probe(c, now, f)) {
         return true;
     }
+    // Copies only into room new data leaves (application limited) and only under loss:
+    // loss-free, loss_q is 0 and this is one compare.
     return (!c.retx_paths.empty() && produce_retx(c, now, f)) ||
            (c.job_tx < c.job_count && produce_read_resp(c, now, f)) ||
-           (c.tx_msn != c.next_msn && produce_new(c, now, f));
+           (c.tx_msn != c.next_msn && produce_new(c, now, f)) ||
+           (c.loss_q >= k_copy_loss && c.tx_msn == c.next_msn && c.job_tx == c.job_count &&
+            produce_copy(c, now, f));
 }
 
 // Every packet out. Here, with produce and produce_new, so sending new data (most
