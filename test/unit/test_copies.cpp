@@ -15,13 +15,7 @@ using namespace metaroce::test;
 
 namespace {
 
-// 64 paths, 8-packet WRITEs, 4 at a time: latency bound, the window has room.
-transport_config wide()
-{
-    transport_config t;
-    t.paths = 64;
-    return t;
-}
+// 8-packet WRITEs over wide_paths(), 4 at a time: latency bound, the window has room.
 
 constexpr uint32_t k_len = 8 * 4096;
 constexpr int k_rounds = 24;
@@ -97,7 +91,7 @@ outcome run(transport_config t, int drop_every)
 TEST_CASE("Copies: a lossy, application-limited connection copies unacknowledged packets into room",
           "[copies]")
 {
-    const outcome o = run(wide(), 5); // 20 % of first transmissions lost
+    const outcome o = run(wide_paths(), 5); // 20 % of first transmissions lost
     CHECK(o.completions == uint64_t(k_rounds * k_batch)); // each message completes once
     CHECK(o.a.proactive_copies > 0);
     // Copies carry their packets' PSNs: the receiver keeps one of each and drops the other.
@@ -110,7 +104,7 @@ TEST_CASE("Copies: a lossy, application-limited connection copies unacknowledged
 
 TEST_CASE("Copies: never on a loss-free connection", "[copies]")
 {
-    const outcome o = run(wide(), 0);
+    const outcome o = run(wide_paths(), 0);
     CHECK(o.completions == uint64_t(k_rounds * k_batch));
     CHECK(o.a.proactive_copies == 0);
     CHECK(o.a.retransmits == 0);
@@ -122,7 +116,7 @@ TEST_CASE("Copies: never past the connection's window", "[copies]")
 {
     // A window of 12 packets: 4 messages of 8 are 32 packets, so new data fills the
     // window until the last ones go; copies then take only what the window has left.
-    transport_config t = wide();
+    transport_config t = wide_paths();
     t.cc.conn_cwnd_max = 12;
     t.cc.conn_cwnd_init = 12;
     const outcome o = run(t, 5);

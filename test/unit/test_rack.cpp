@@ -11,13 +11,7 @@ using namespace metaroce::test;
 
 namespace {
 
-// 64 paths and a 32-packet WRITE: each packet has a path of its own.
-transport_config wide()
-{
-    transport_config t;
-    t.paths = 64;
-    return t;
-}
+// A 32-packet WRITE over wide_paths(): each packet has a path of its own.
 
 constexpr uint32_t k_len = 32 * 4096;
 constexpr int k_victim = 10; // the 10th data packet: later ones on other paths get through
@@ -85,8 +79,8 @@ outcome transfer(transport_config t, Act act, bool drop_resend = false, uint64_t
 TEST_CASE("RACK: a packet lost on one path is resent once later packets on other paths are acknowledged",
           "[rack]")
 {
-    pair_harness probe(wide());
-    const outcome o = transfer(wide(), [](captured&) { return true; });
+    pair_harness probe(wide_paths());
+    const outcome o = transfer(wide_paths(), [](captured&) { return true; });
     CHECK(o.retransmits == 1);
     CHECK(o.rack_losses == 1);
     CHECK(o.timeouts == 0);
@@ -101,10 +95,10 @@ TEST_CASE("RACK: a path without an RTT sample of its own is judged by its plane'
     // The victim is its path's first packet: that path has no sample, but other paths on
     // its plane have. Judged by its plane, the loss is found a round trip and a window
     // after the send, not after the first-sample wait (initial_rtt, 20 us on a 2 us wire).
-    pair_harness probe(wide());
-    const outcome o = transfer(wide(), [](captured&) { return true; });
+    pair_harness probe(wide_paths());
+    const outcome o = transfer(wide_paths(), [](captured&) { return true; });
     CHECK(o.rack_losses == 1);
-    CHECK(o.resent_after_ns < wide().initial_rtt_ns / 2);
+    CHECK(o.resent_after_ns < wide_paths().initial_rtt_ns / 2);
 }
 
 TEST_CASE("RACK: a resend moves the path's pending tail probe, so it is not sent twice", "[rack]")
@@ -112,8 +106,8 @@ TEST_CASE("RACK: a resend moves the path's pending tail probe, so it is not sent
     // The tail probe armed at the victim's first send would fire before the answer to
     // RACK's resend (held on the wire) arrives, and send the packet a third time; measured
     // from the resend it fires after. The answer lands between the two deadlines.
-    pair_harness probe(wide());
-    const transport_config t = wide();
+    pair_harness probe(wide_paths());
+    const transport_config t = wide_paths();
     const uint64_t rack_at = transfer(t, [](captured&) { return true; }).resent_after_ns;
     REQUIRE(rack_at > 0);
     const uint64_t pto = 2 * t.initial_rtt_ns + t.ack_delay_ns; // the path has no sample
@@ -132,7 +126,7 @@ TEST_CASE("A connection whose first packet is lost probes after the handshake's 
     // The blind first round trip carries one packet (conn_cwnd_first): if it is lost
     // nothing else can reveal it, and the tail probe is all there is. Before any RTT
     // sample it assumes the handshake's round trip (2 us here), not initial_rtt (20 us).
-    pair_harness h(wide());
+    pair_harness h(wide_paths());
     const conn_id c = h.connect();
     buffer src(h.a(), k_len, k_all_access, 3);
     buffer dst(h.b(), k_len, k_all_access);
@@ -158,7 +152,7 @@ TEST_CASE("A connection whose first packet is lost probes after the handshake's 
     CHECK(h.a().stats().tail_probes == 1);
     CHECK(h.a().stats().timeouts == 0);
     REQUIRE(resent_at > first_at);
-    CHECK(resent_at - first_at < 2 * wide().initial_rtt_ns);
+    CHECK(resent_at - first_at < 2 * wide_paths().initial_rtt_ns);
 }
 
 TEST_CASE("A lost tail probe is probed once more before the RTO, where loss is chance", "[rack]")
@@ -167,7 +161,7 @@ TEST_CASE("A lost tail probe is probed once more before the RTO, where loss is c
     // sent to tell chance from a broken route, and the connection has other paths, so
     // the first timeout would not be held against the route (spec 5.6): the resend gets
     // a probe of its own, and only a third loss in a row waits for the RTO.
-    pair_harness h(wide());
+    pair_harness h(wide_paths());
     const conn_id c = h.connect();
     buffer src(h.a(), k_len, k_all_access, 3);
     buffer dst(h.b(), k_len, k_all_access);
@@ -188,7 +182,7 @@ TEST_CASE("A lost tail probe is probed once more before the RTO, where loss is c
 
 TEST_CASE("RACK off: the same loss waits for the tail probe", "[rack]")
 {
-    transport_config t = wide();
+    transport_config t = wide_paths();
     t.rack = false;
     const outcome o = transfer(t, [](captured&) { return true; });
     CHECK(o.retransmits == 1);
@@ -200,7 +194,7 @@ TEST_CASE("RACK: a packet reordered within the window is not resent", "[rack]")
 {
     // 400 ns late on a 2 us round trip: inside min_rtt / 4 (the ACK may also wait for the
     // receiver's delayed-ACK allowance, which the window adds for packets not asking).
-    const outcome o = transfer(wide(), [](captured& p) {
+    const outcome o = transfer(wide_paths(), [](captured& p) {
         p.deliver_at += 400;
         return false;
     });
@@ -215,10 +209,10 @@ TEST_CASE("RACK: a packet reordered beyond the window is resent, and the resend 
     // When RACK resends a lost packet on this wire; the original is held back to arrive
     // just after that resend left, and the resend is lost, so the ACK that settles the
     // packet names the original.
-    const uint64_t resend = transfer(wide(), [](captured&) { return true; }).resent_after_ns;
+    const uint64_t resend = transfer(wide_paths(), [](captured&) { return true; }).resent_after_ns;
     REQUIRE(resend > 0);
     const outcome o = transfer(
-        wide(),
+        wide_paths(),
         [&](captured& p) {
             p.deliver_at += resend + 300 - 1000;
             return false;

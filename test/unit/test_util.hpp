@@ -77,6 +77,15 @@ inline transport_config small_mtu()
     return t;
 }
 
+// 64 paths: a message of a few dozen packets puts one packet on each path, so the
+// per-path gap rule sees nothing and loss is found across paths (RACK, copies).
+inline transport_config wide_paths()
+{
+    transport_config t;
+    t.paths = 64;
+    return t;
+}
+
 inline bool is_data(const captured& c) { return wire::info(c.view().op).reliable; }
 inline bool is_op(const captured& c, wire::opcode op) { return c.view().op == op; }
 
