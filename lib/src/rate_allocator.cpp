@@ -10,6 +10,8 @@ namespace {
 constexpr double k_measure_pkts = 8;
 // A member that sent nothing for this many of its own packet gaps (at its share) has left.
 constexpr double k_idle_gaps = 4;
+// ... and one that said DRAINED, for this many (and two of its round trips).
+constexpr double k_drained_gaps = 2;
 // The standing queue is handed back over this many epochs.
 constexpr double k_drain_epochs = 2;
 // An expected sender that has not sent for this many epochs is not coming.
@@ -39,6 +41,8 @@ rate_allocator::rate_allocator(uint64_t capacity_mbps, double utilization, uint6
     pending_.reserve(bytes_.size());
     pend_pos_.assign(bytes_.size(), -1);
     pend_ns_.assign(bytes_.size(), 0);
+    drained_ts_.assign(bytes_.size(), 0);
+    leave_at_.assign(bytes_.size(), 0);
     scratch_.reserve(3 * bytes_.size());
 }
 
@@ -61,13 +65,19 @@ uint32_t rate_allocator::share_mbps(uint32_t idx) const noexcept
 }
 
 bool rate_allocator::on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now, uint16_t path,
-                               uint32_t tx_ts) noexcept
+                               uint32_t tx_ts, bool retx) noexcept
 {
     if (!enabled() || idx >= bytes_.size()) {
         return false;
     }
     if (now >= epoch_end_) {
         close_epoch(now);
+    }
+    if (now >= next_leave_) {
+        leave_drained(now);
+    }
+    if (leave_at_[idx] != 0 && !retx && int32_t(tx_ts - drained_ts_[idx]) > 0) {
+        leave_at_[idx] = 0; // new data after its DRAINED packet: it stays
     }
     const bool joined = pos_[idx] < 0;
     if (joined) {
@@ -114,6 +124,7 @@ bool rate_allocator::long_enough(uint32_t idx, double period_ns, double grant_mb
 void rate_allocator::drop_member(size_t pos) noexcept
 {
     const uint32_t idx = members_[pos];
+    leave_at_[idx] = 0;
     if (share_[idx] == 0) {
         --newcomers_;
     } else {
@@ -153,8 +164,47 @@ void rate_allocator::drop_pending(uint32_t idx) noexcept
     pend_pos_[idx] = -1; // last: it may have been the one moved
 }
 
+void rate_allocator::drained(uint32_t idx, uint32_t tx_ts, uint64_t now) noexcept
+{
+    // A lone sharer has nobody to hand its share to: it stays (its next message would
+    // otherwise come back as a newcomer, with an ACK at once it does not need).
+    if (!enabled() || idx >= pos_.size() || pos_[idx] < 0 || sharers() < 2) {
+        return;
+    }
+    // Two of its round trips (an epoch when unknown) and two of its packet gaps at its
+    // share: a closed-loop sender's next message comes a round trip later, its first
+    // packet paced a gap after the last. (The idle rule waits 2 epochs and 4 gaps.)
+    const uint64_t rtt = rtt_ns_[idx] != 0 ? rtt_ns_[idx] : epoch_ns_;
+    const double gap_ns = double(pkt_bytes_[idx]) * 8000 / std::max(1u, share_mbps(idx));
+    drained_ts_[idx] = tx_ts;
+    leave_at_[idx] = now + uint64_t(std::max(2.0 * double(rtt), k_drained_gaps * gap_ns));
+    next_leave_ = std::min(next_leave_, leave_at_[idx]);
+}
+
+// Members whose DRAINED wait ran out leave; their shares go back to the others at once.
+void rate_allocator::leave_drained(uint64_t now) noexcept
+{
+    next_leave_ = UINT64_MAX;
+    for (size_t i = members_.size(); i-- > 0;) {
+        const uint32_t idx = members_[i];
+        if (leave_at_[idx] == 0) {
+            continue;
+        }
+        if (leave_at_[idx] <= now) {
+            leave_at_[idx] = 0;
+            drop_member(i);
+            resplit_ = true;
+        } else {
+            next_leave_ = std::min(next_leave_, leave_at_[idx]);
+        }
+    }
+}
+
 void rate_allocator::release(uint32_t idx) noexcept
 {
+    if (idx < leave_at_.size()) {
+        leave_at_[idx] = 0;
+    }
     if (idx < rtt_ns_.size()) {
         rtt_ns_[idx] = 0;
     }

@@ -257,6 +257,11 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     }
     const bool last = b.op == wire::opcode::read_req || r.offset + r.len == msg_len;
     b.flags = (last ? wire::bth_flag::last : 0) | (retx ? wire::bth_flag::retx : 0);
+    if (last && !retx && sp != nullptr && r.msn + 1 == c.next_msn && c.job_tx >= c.job_count) {
+        // The newest posted request's last packet, no READ data left to send: nothing
+        // more is queued, so the receiver can hand this sender's share on now (spec 6.4).
+        b.flags |= wire::bth_flag::drained;
+    }
     if (sp != nullptr && sp->wr.solicited && wire::info(b.op).consumes_recv) {
         b.flags |= wire::bth_flag::solicited;
     }

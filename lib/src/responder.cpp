@@ -314,8 +314,12 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         }
         // A newcomer re-splits the shares: its first ACK carries its final share (spec 6.4).
         // (No call when the receiver shares no link rate: the default.)
-        const bool joined = rates.enabled() && rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce,
-                                                               now, p.path, p.tx_ts);
+        const bool joined = rates.enabled() &&
+                            rates.on_packet(slot_of(c.id), uint32_t(p.payload.size()), m.ce, now, p.path,
+                                            p.tx_ts, (p.flags & wire::bth_flag::retx) != 0);
+        if ((p.flags & wire::bth_flag::drained) != 0 && rates.enabled()) {
+            rates.drained(slot_of(c.id), p.tx_ts, now); // nothing more queued there (spec 6.4)
+        }
         if (rates.take_resplit()) {
             push_shares();
         }

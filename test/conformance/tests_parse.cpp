@@ -82,7 +82,7 @@ CONFORMANCE_TEST(parse_reserved_opcode, "3.11", "3.0")
 
 CONFORMANCE_TEST(parse_reserved_flags, "3.11", "3.1")
 {
-    for (uint16_t bit : {uint16_t(1u << 5), uint16_t(1u << 15)}) {
+    for (uint16_t bit : {uint16_t(1u << 6), uint16_t(1u << 15)}) {
         rejected_then_accepted(x, {[bit](std::vector<uint8_t> b) {
                                        poke16(b, at::flags, uint16_t((b[2] << 8 | b[3]) | bit));
                                        return b;

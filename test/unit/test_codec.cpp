@@ -405,7 +405,7 @@ TEST_CASE("parse rejects each malformation with its reason", "[codec]")
     }
     SECTION("unknown_flags")
     {
-        for (uint16_t f : {uint16_t(1u << 5), uint16_t(0x8000), uint16_t(0xffff)}) {
+        for (uint16_t f : {uint16_t(1u << 6), uint16_t(0x8000), uint16_t(0xffff)}) {
             bth_fields b = sample_bth(opcode::probe);
             b.flags = f;
             const size_t n = build_fixed_op(buf, b);

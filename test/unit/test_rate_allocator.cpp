@@ -67,6 +67,53 @@ TEST_CASE("a released sender's share goes back to the others at once", "[rates]"
     CHECK(r.hint_mbps(2) == 30'000);
 }
 
+TEST_CASE("a drained sender leaves two round trips later unless new data comes", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    four_senders_settled(r);
+    for (uint32_t s = 0; s < 4; ++s) {
+        r.set_rtt(s, 5'000);
+    }
+    REQUIRE(r.hint_mbps(0) == 22'500);
+    const uint64_t t = k_epoch + 3'000;
+    // Slot 3's last packet (4 KiB: a gap of 1.5 us at its share), sent at t - 1'000,
+    // says it has nothing more queued. It may leave after two round trips (10 us).
+    r.on_packet(3, 4096, false, t, 0, uint32_t(t - 1'000));
+    r.drained(3, uint32_t(t - 1'000), t);
+    CHECK(r.active() == 4); // not yet: a closed-loop sender posts again within a round trip
+    // Its earlier packets (sprayed) and a resend arrive later: it still leaves.
+    r.on_packet(3, 4096, false, t + 500, 0, uint32_t(t - 1'500));
+    r.on_packet(3, 4096, false, t + 600, 0, uint32_t(t + 400), true);
+    r.take_resplit();
+    // Two of its round trips later, on any packet, it is gone: its share is the others'.
+    send(r, 0, t + 10'001);
+    CHECK(r.active() == 3);
+    CHECK(r.take_resplit());
+    CHECK(r.hint_mbps(3) == 0);
+    CHECK(r.hint_mbps(1) == 30'000);
+    // Slot 2 drains too, but new data follows within the wait: it stays.
+    r.on_packet(2, 4096, false, t + 11'000, 0, uint32_t(t + 10'500));
+    r.drained(2, uint32_t(t + 10'500), t + 11'000);
+    send(r, 2, t + 14'000);
+    send(r, 0, t + 22'000);
+    CHECK(r.active() == 3);
+    // Slot 1 drains and sends nothing new: gone two round trips later.
+    r.on_packet(1, 4096, false, t + 23'000, 0, uint32_t(t + 22'500));
+    r.drained(1, uint32_t(t + 22'500), t + 23'000);
+    send(r, 0, t + 33'001);
+    CHECK(r.active() == 2);
+    CHECK(r.hint_mbps(2) != 0); // a member still
+}
+
+TEST_CASE("a lone sender that drains keeps its membership: nobody takes its share", "[rates]")
+{
+    rate_allocator r(k_cap, k_util, k_epoch, 16);
+    send(r, 0, 1'000);
+    r.drained(0, 0, 1'000);
+    CHECK_FALSE(send(r, 0, 50'000)); // not a newcomer: no ACK at once
+    CHECK(r.active() == 1);
+}
+
 TEST_CASE("an expected sender's share is set aside before it sends", "[rates]")
 {
     rate_allocator r(k_cap, k_util, k_epoch, 16);

@@ -33,7 +33,8 @@ std::string block()
       << ", cookie = " << sizeof(cookie_header) << " }\n";
     o << "local FLAG = { last = " << bth_flag::last << ", ack_req = " << bth_flag::ack_req
       << ", retx = " << bth_flag::retx << ", solicited = " << bth_flag::solicited
-      << ", also_acks = " << bth_flag::also_acks << ", known = " << bth_flag::known << " }\n";
+      << ", also_acks = " << bth_flag::also_acks << ", drained = " << bth_flag::drained
+      << ", known = " << bth_flag::known << " }\n";
     o << "local OPCODES = {\n";
     for (size_t v = 0; v < k_opcodes.size(); ++v) {
         const opcode_info& i = k_opcodes[v];

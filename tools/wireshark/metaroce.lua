@@ -11,7 +11,7 @@ local VERSION = 1
 local UDP_PORT = 4796
 local SACK_BITS = 256
 local SIZE = { bth = 20, msg = 24, reth = 16, imm = 4, ack = 48, nak = 8, hello = 40, close = 8, probe = 8, cookie = 24 }
-local FLAG = { last = 1, ack_req = 2, retx = 4, solicited = 8, also_acks = 16, known = 31 }
+local FLAG = { last = 1, ack_req = 2, retx = 4, solicited = 8, also_acks = 16, drained = 32, known = 63 }
 local OPCODES = {
   [0x01] = { name = "WRITE", msg = true, reth = true, imm = false, payload = true, reliable = true, ext = 40 },
   [0x02] = { name = "WRITE_IMM", msg = true, reth = true, imm = true, payload = true, reliable = true, ext = 44 },
@@ -60,6 +60,7 @@ f.flag_ack_req = ProtoField.bool("metaroce.flags.ack_req", "ACK_REQ", 16, nil, F
 f.flag_retx = ProtoField.bool("metaroce.flags.retx", "RETX", 16, nil, FLAG.retx)
 f.flag_solicited = ProtoField.bool("metaroce.flags.solicited", "SOLICITED", 16, nil, FLAG.solicited)
 f.flag_also_acks = ProtoField.bool("metaroce.flags.also_acks", "ALSO_ACKS", 16, nil, FLAG.also_acks)
+f.flag_drained = ProtoField.bool("metaroce.flags.drained", "DRAINED", 16, nil, FLAG.drained)
 f.dst_conn = ProtoField.uint32("metaroce.dst_conn", "Destination connection", base.HEX)
 f.psn = ProtoField.uint32("metaroce.psn", "PSN")
 f.path = ProtoField.uint8("metaroce.path", "Path")
@@ -152,6 +153,7 @@ function proto.dissector(buf, pinfo, root)
     ft:add(f.flag_retx, buf(2, 2))
     ft:add(f.flag_solicited, buf(2, 2))
     ft:add(f.flag_also_acks, buf(2, 2))
+    ft:add(f.flag_drained, buf(2, 2))
     tree:add(f.dst_conn, buf(4, 4))
     tree:add(f.psn, buf(8, 4))
     tree:add(f.path, buf(12, 1))
@@ -221,6 +223,9 @@ function proto.dissector(buf, pinfo, root)
         end
         if bit.band(flags, FLAG.retx) ~= 0 then
             info = info .. " RETX"
+        end
+        if bit.band(flags, FLAG.drained) ~= 0 then
+            info = info .. " DRAINED"
         end
     elseif name == "ACK" then
         tree:add(f.ts_echo, buf(at, 4))

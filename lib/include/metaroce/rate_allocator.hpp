@@ -23,8 +23,14 @@ public:
     // `path` is where it arrived: a pushed hint goes back there. `tx_ts` is the sender's
     // 32-bit clock at transmission: its one-way delay above the smallest seen from that
     // sender is the time the packet queued (the clocks' offset cancels out).
+    // `retx`: a resend or copy (it does not cancel a DRAINED sender's departure).
     bool on_packet(uint32_t idx, uint32_t bytes, bool ce, uint64_t now, uint16_t path = 0,
-                   uint32_t tx_ts = 0) noexcept;
+                   uint32_t tx_ts = 0, bool retx = false) noexcept;
+    // Slot `idx`'s packet sent at `tx_ts` said it has nothing more queued (DRAINED, spec
+    // 6.4): unless new data (sent after it) comes within two of its round trips, it has
+    // left then, not after the idle time (several epochs or packet gaps). A closed-loop
+    // sender, posting again when its completion comes back, stays a member meanwhile.
+    void drained(uint32_t idx, uint32_t tx_ts, uint64_t now) noexcept;
     // Shares changed since the last call (an epoch closed): senders may need a push.
     bool take_resplit() noexcept
     {
@@ -139,6 +145,10 @@ private:
     std::vector<uint32_t> pending_;  // slots expected to join, reserved once
     std::vector<int32_t> pend_pos_;  // per slot, index in pending_ (-1 = not pending)
     std::vector<uint64_t> pend_ns_;  // per slot, when it was expected
+    std::vector<uint32_t> drained_ts_; // per slot, send time of its DRAINED packet
+    std::vector<uint64_t> leave_at_;   // per slot, when a DRAINED member leaves (0 = not draining)
+    uint64_t next_leave_ = UINT64_MAX; // earliest leave_at_ of any member
+    void leave_drained(uint64_t now) noexcept;
     std::vector<uint32_t> scratch_;  // water-filling work list (3 per slot), reserved once
 };
 

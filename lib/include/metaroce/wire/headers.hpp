@@ -44,7 +44,8 @@ inline constexpr uint16_t ack_req = 1u << 1;  // receiver should acknowledge now
 inline constexpr uint16_t retx = 1u << 2;     // this is a retransmission
 inline constexpr uint16_t solicited = 1u << 3; // wake the receiver's application (Verbs solicited event)
 inline constexpr uint16_t also_acks = 1u << 4; // ACK: also_cum is set (spec 3.6)
-inline constexpr uint16_t known = last | ack_req | retx | solicited | also_acks;
+inline constexpr uint16_t drained = 1u << 5;   // data: the sender has nothing more queued (spec 6.4)
+inline constexpr uint16_t known = last | ack_req | retx | solicited | also_acks | drained;
 } // namespace bth_flag
 
 // spec 3.1: base transport header, first in every packet.
