@@ -10,8 +10,9 @@ namespace {
 constexpr double k_measure_pkts = 8;
 // A member that sent nothing for this many of its own packet gaps (at its share) has left.
 constexpr double k_idle_gaps = 4;
-// ... and one that said DRAINED, for this many (and two of its round trips).
-constexpr double k_drained_gaps = 2;
+// ... and one that said DRAINED, for as many (and two of its round trips), but not the
+// idle rule's 2 epochs: a finished sender's share is handed on in round trips, not epochs.
+constexpr double k_drained_gaps = 4;
 // The standing queue is handed back over this many epochs.
 constexpr double k_drain_epochs = 2;
 // An expected sender that has not sent for this many epochs is not coming.
@@ -171,9 +172,9 @@ void rate_allocator::drained(uint32_t idx, uint32_t tx_ts, uint64_t now) noexcep
     if (!enabled() || idx >= pos_.size() || pos_[idx] < 0 || sharers() < 2) {
         return;
     }
-    // Two of its round trips (an epoch when unknown) and two of its packet gaps at its
+    // Two of its round trips (an epoch when unknown) and 4 of its packet gaps at its
     // share: a closed-loop sender's next message comes a round trip later, its first
-    // packet paced a gap after the last. (The idle rule waits 2 epochs and 4 gaps.)
+    // packet paced a gap after the last and queued behind the others'.
     const uint64_t rtt = rtt_ns_[idx] != 0 ? rtt_ns_[idx] : epoch_ns_;
     const double gap_ns = double(pkt_bytes_[idx]) * 8000 / std::max(1u, share_mbps(idx));
     drained_ts_[idx] = tx_ts;
