@@ -484,6 +484,13 @@ void endpoint::impl::rnr_timer(connection& c, uint64_t now) noexcept
 }
 
 namespace {
+// A packet acknowledged after its earlier transmission was lost: the smoothed loss of
+// spec 5.10 moves by its gain towards all.
+void note_loss(connection& c) noexcept
+{
+    c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+}
+
 // A transmission sent at `sent` was delivered `age` later: RACK's clock moves on if it is
 // the newest-sent so far.
 void rack_clock(connection& c, uint32_t sent, uint32_t age) noexcept
@@ -515,7 +522,7 @@ __attribute__((noinline)) bool endpoint::impl::copy_delivered(connection& c, con
         return true;
     }
     if (r.ack_req) {
-        c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+        note_loss(c);
         ++c.copy_resends;
     }
     rack_clock(c, ts_echo, uint32_t(now) - ts_echo);
@@ -532,12 +539,7 @@ void endpoint::impl::rack_delivered(connection& c, const pkt_record& r, uint32_t
         resend_delivered(c, r, ts_echo, now);
         return;
     }
-    const uint32_t age = uint32_t(now) - r.sent_ts;
-    if (!c.rack_valid || int32_t(r.sent_ts - c.rack_sent) > 0) {
-        c.rack_valid = true;
-        c.rack_sent = r.sent_ts;
-        c.rack_rtt = age;
-    }
+    rack_clock(c, r.sent_ts, uint32_t(now) - r.sent_ts);
 }
 
 // rack_delivered for a resent or copied record, out of the ACK's common path.
@@ -562,7 +564,7 @@ __attribute__((noinline)) void endpoint::impl::resend_delivered(connection& c, c
     }
     // The latest (re)transmission delivered it: the one before was lost (or its ACK
     // was), evidence of loss for proactive copies (spec 5.10).
-    c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+    note_loss(c);
     if (age >= c.min_rtt_ns) {
         rack_clock(c, r.sent_ts, age);
     }

@@ -79,10 +79,21 @@ struct send_log {
 
     // An empty log holds no chunk.
     bool empty() const noexcept { return head == tail; }
-    uint32_t chunks() const noexcept
+    // How many chunks on from head's the one holding entry `i` is (head <= i).
+    uint32_t chunks_before(uint32_t i) const noexcept
     {
         constexpr uint32_t k_mask = 0xffffffffu / k_log_chunk; // chunk numbers wrap with indexes
-        return empty() ? 0 : ((((tail - 1) / k_log_chunk) - (head / k_log_chunk)) & k_mask) + 1;
+        return ((i / k_log_chunk) - (head / k_log_chunk)) & k_mask;
+    }
+    uint32_t chunks() const noexcept { return empty() ? 0 : chunks_before(tail - 1) + 1; }
+    // The chunk holding entry `i` (head <= i < tail), by the chain from head's.
+    uint16_t chunk_of(log_pool& pool, uint32_t i) const noexcept
+    {
+        uint16_t c = head_chunk;
+        for (uint32_t n = chunks_before(i); n > 0; --n) {
+            c = pool.aux(c);
+        }
+        return c;
     }
     // False when the pool had no chunk for it (counted by the caller).
     bool push(log_pool& pool, const sent_entry& e) noexcept

@@ -505,8 +505,9 @@ inline void endpoint::impl::give_ack(detail::path_rx& r, detail::ack_block& a) n
 // r's block goes back if no ACK is owed after all (neither queued nor delayed).
 inline void endpoint::impl::settle_ack(detail::path_rx& r) noexcept
 {
-    if (r.ack != acks.sentinel() && !acks.base()[r.ack].queued && !acks.base()[r.ack].delayed) {
-        give_ack(r, acks.base()[r.ack]);
+    detail::ack_block& a = acks.base()[r.ack];
+    if (r.ack != acks.sentinel() && !a.queued && !a.delayed) {
+        give_ack(r, a);
     }
 }
 

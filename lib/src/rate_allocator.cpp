@@ -192,8 +192,7 @@ void rate_allocator::leave_drained(uint64_t now) noexcept
             continue;
         }
         if (leave_at_[idx] <= now) {
-            leave_at_[idx] = 0;
-            drop_member(i);
+            drop_member(i); // clears leave_at_
             resplit_ = true;
         } else {
             next_leave_ = std::min(next_leave_, leave_at_[idx]);
@@ -203,9 +202,6 @@ void rate_allocator::leave_drained(uint64_t now) noexcept
 
 void rate_allocator::release(uint32_t idx) noexcept
 {
-    if (idx < leave_at_.size()) {
-        leave_at_[idx] = 0;
-    }
     if (idx < rtt_ns_.size()) {
         rtt_ns_[idx] = 0;
     }

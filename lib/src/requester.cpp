@@ -469,11 +469,7 @@ bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noex
         return false;
     }
     uint32_t h = int32_t(c.copy_at - log.head) < 0 || int32_t(c.copy_at - log.tail) > 0 ? log.head : c.copy_at;
-    uint16_t chunk = log.head_chunk;
-    constexpr uint32_t k_mask = 0xffffffffu / k_log_chunk; // chunk numbers wrap with indexes
-    for (uint32_t n = ((h / k_log_chunk) - (log.head / k_log_chunk)) & k_mask; n > 0; --n) {
-        chunk = logs.aux(chunk);
-    }
+    uint16_t chunk = log.chunk_of(logs, h);
     const uint32_t first = h;
     for (; h != log.tail; ++h) {
         if (h % k_log_chunk == 0 && h != first) {
