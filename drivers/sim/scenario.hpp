@@ -96,6 +96,9 @@ struct protocol_params {
     // rocev2_model: local ACK timeout. 4.096 us x 2^8, a short setting of the verbs
     // `timeout` attribute (defaults are 2^14 and up); retried 7 times.
     uint64_t rocev2_timeout_ns = 1'048'576;
+    // rocev2_model: ACK_REQ every this many bytes of a message. Its own default, not the
+    // core's (which moved to 32 KiB); `transport.ack_every_bytes` sets both.
+    uint32_t rocev2_ack_every_bytes = 16384;
 };
 
 struct scenario {

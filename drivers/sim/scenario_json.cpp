@@ -114,6 +114,9 @@ void parse_transport(const json_reader& r, transport_config& t, protocol_params&
     r.read_uint("max_msgs", t.max_msgs, 1, 65535);
     r.read_uint("rq_depth", t.rq_depth, 1, 65535);
     r.read_uint("ack_every_bytes", t.ack_every_bytes, 1, 1u << 30);
+    if (r.has("ack_every_bytes")) {
+        p.rocev2_ack_every_bytes = t.ack_every_bytes;
+    }
     r.read_uint("ack_delay_ns", t.ack_delay_ns, 0, 1'000'000'000);
     read_us(r, "initial_rtt_us", t.initial_rtt_ns, 1e6);
     read_us(r, "min_rto_us", t.min_rto_ns, 1e7);

@@ -27,7 +27,7 @@ std::unique_ptr<sim_transport> make_transport(uint32_t index, const scenario& s,
         p.max_qps = max_conns;
         p.max_mrs = max_mrs;
         p.max_wqes = s.transport.max_msgs;
-        p.ack_every_bytes = s.transport.ack_every_bytes;
+        p.ack_every_bytes = s.protocol.rocev2_ack_every_bytes;
         p.rto_ns = s.protocol.rocev2_timeout_ns;
         p.cm_retry_ns = s.transport.connect_retry_ns;
         p.seed = seed;

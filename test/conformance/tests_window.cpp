@@ -131,10 +131,13 @@ CONFORMANCE_TEST(ce_acknowledged_at_once_and_counted, "2.4", "5.4", "3.6")
 
 CONFORMANCE_TEST(ack_every_bytes_and_coalescing, "5.4", "3.6")
 {
+    // ack_every_bytes (default 32 KiB) is 32 packets of 1 KiB; 4 more follow.
+    constexpr size_t k_every = 32;
+    constexpr size_t k_total = k_every + 4;
     tconn& c = x.p.connect();
-    const region r = x.rw_mr(32768);
-    const sent_msg s = path0_write(x.p, c, r, 20 * 1024, 5); // 20 packets of 1 KiB
-    x.check(c.mtu == 1024 && s.pkts.size() == 20, "needs mtu 1024");
+    const region r = x.rw_mr(k_total * 1024);
+    const sent_msg s = path0_write(x.p, c, r, k_total * 1024, 5);
+    x.check(c.mtu == 1024 && s.pkts.size() == k_total, "needs mtu 1024");
     uint32_t acked_rx = 0;
     const auto count = [&](const std::vector<rx_pkt>& acks) {
         for (const rx_pkt& a : acks) {
@@ -154,35 +157,36 @@ CONFORMANCE_TEST(ack_every_bytes_and_coalescing, "5.4", "3.6")
         first = 1;
     }
     count(joined);
-    for (size_t i = 1; i < first + 15; ++i) {
+    for (size_t i = 1; i < first + k_every - 1; ++i) {
         x.p.send_pkt(c, s.pkts[i]);
     }
-    // On a virtual clock no time passed: below 16 KiB nothing may be acknowledged yet.
+    // On a virtual clock no time passed: below 32 KiB nothing may be acknowledged yet.
     const auto early = x.p.collect(tester::ack_for(c, 0), 0);
     if (x.exact()) {
-        x.check(early.empty(), "an ACK before 16 KiB, without ACK_REQ or delay");
+        x.check(early.empty(), "an ACK before 32 KiB, without ACK_REQ or delay");
     }
     count(early);
-    const size_t last = first + 15;
+    const size_t last = first + k_every - 1;
     x.p.send_pkt(c, s.pkts[last]);
     if (x.exact()) {
         const auto now = x.p.collect(tester::ack_for(c, 0), 0);
-        x.check(now.size() == 1, "no ACK at once after 16 KiB (ack_every_bytes)");
-        x.check(now.size() == 1 && now[0].v().ack->rx_pkts.host() == 16 && now[0].v().psn == s.pkts[last].psn + 1,
-                "the 16 KiB ACK does not cover the 16 packets (coalescing)");
+        x.check(now.size() == 1, "no ACK at once after 32 KiB (ack_every_bytes)");
+        x.check(now.size() == 1 && now[0].v().ack->rx_pkts.host() == k_every && now[0].v().psn == s.pkts[last].psn + 1,
+                "the 32 KiB ACK does not cover the 32 packets (coalescing)");
         count(now);
     }
-    for (size_t i = last + 1; i < 20; ++i) {
+    for (size_t i = last + 1; i < k_total; ++i) {
         x.p.send_pkt(c, s.pkts[i]);
     }
     for (;;) {
-        const rx_pkt a = x.p.must(tester::ack_for(c, 0), x.p.reply_ns(), "ACKs covering all 20 packets");
+        const rx_pkt a = x.p.must(tester::ack_for(c, 0), x.p.reply_ns(), "ACKs covering all the packets");
         count({a});
-        if (a.v().psn == s.pkts[19].psn + 1) {
+        if (a.v().psn == s.pkts[k_total - 1].psn + 1) {
             break;
         }
     }
-    x.check(acked_rx == 20, "the ACKs' rx_pkts add up to " + std::to_string(acked_rx) + ", not 20");
+    x.check(acked_rx == k_total, "the ACKs' rx_pkts add up to " + std::to_string(acked_rx) + ", not " +
+                                     std::to_string(k_total));
 }
 
 CONFORMANCE_TEST(duplicate_dropped_and_acked_at_once, "5.2")

@@ -25,6 +25,9 @@ TEST_CASE("an empty scenario takes every default", "[scenario]")
     CHECK(s.topology.planes == 2);
     CHECK(s.transport.planes == 2);
     CHECK(s.transport.mtu == 4096);
+    // The RoCEv2 model keeps its own ACK_REQ spacing when the scenario does not set one.
+    CHECK(s.transport.ack_every_bytes == transport_config{}.ack_every_bytes);
+    CHECK(s.protocol.rocev2_ack_every_bytes == 16384u);
     CHECK(s.loss.model == loss_kind::none);
     CHECK(s.workload.op == wr_opcode::write);
     CHECK_FALSE(s.duration_ns.has_value());
@@ -49,6 +52,7 @@ TEST_CASE("scenario keys map onto the model and transport", "[scenario]")
     CHECK(s.transport.paths == 32);
     CHECK(s.transport.min_rto_ns == 50'000u);
     CHECK(s.transport.ack_every_bytes == 8192u);
+    CHECK(s.protocol.rocev2_ack_every_bytes == 8192u); // the key sets both protocols'
     CHECK(s.loss.model == loss_kind::gilbert);
     REQUIRE(s.events.size() == 2);
     CHECK(s.events[0].at_ns == 10'000u);

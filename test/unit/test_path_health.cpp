@@ -316,6 +316,7 @@ TEST_CASE("random loss that hits every path alike reroutes and fails none of the
     transport_config t;
     t.paths = 8;
     t.rack = false; // RACK finds most of these losses first: this is about the timeouts left
+    t.ack_every_bytes = 16384; // more ACKs, more of them lost: the timeouts this needs
     pair_harness h(t);
     const conn_id c = h.connect();
     xorshift rng{4242};
