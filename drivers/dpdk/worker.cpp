@@ -65,6 +65,9 @@ worker::~worker()
         q.n = 0;
     }
     rte_pktmbuf_free_bulk(spare_.data(), spare_n_);
+    for (uint16_t i = 0; i < later_n_; ++i) {
+        rte_pktmbuf_free(later_[i].m);
+    }
 }
 
 bool worker::plane_up(uint8_t plane) const noexcept
@@ -84,7 +87,15 @@ bool worker::poll(uint64_t now_ns, bool flush)
     if (!io_ok) {
         return false;
     }
+    holding_ = !flush;
     const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget, flush);
+    if (holding_) {
+        for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+            held_n_[p] = txq_[p].n;
+            held_ctrl_[p] = txq_[p].only_ctrl;
+            flushed_[p] = false;
+        }
+    }
     if (r.timers) {
         ++ctr_.timer_calls;
     }
@@ -96,11 +107,51 @@ bool worker::poll(uint64_t now_ns, bool flush)
 
 bool worker::send_held(uint64_t now_ns)
 {
+    holding_ = false;
     const link_guard::section io_ok;
     if (!io_ok) {
+        take_later_acks(now_ns); // their frames go out with the next pass
         return false;
     }
-    return io::send_held(ep_, *this, now_ns, cfg_.tx_budget) != 0;
+    size_t pulled = io::pull_tx(ep_, *this, now_ns, cfg_.tx_budget).pulled;
+    replies_first();
+    tx_flush(now_ns);
+    if (take_later_acks(now_ns)) {
+        pulled += io::send_held(ep_, *this, now_ns, cfg_.tx_budget); // what the ACKs opened
+    }
+    return pulled != 0;
+}
+
+// A held pass queued only ACKs (for what it received) and the program then posted its
+// reply: the reply goes out alone first, the ACKs in a burst of their own right after.
+// On a ping-pong the peer sees the reply a frame's TX cost sooner, and the ACKs reach
+// it while it works on the reply. Data frames are never reordered among themselves
+// (a path's packets leave in PSN order).
+void worker::replies_first() noexcept
+{
+    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
+        tx_queue& q = txq_[p];
+        const uint16_t held = held_n_[p];
+        if (held != 0 && held_ctrl_[p] && !flushed_[p] && q.n > held) {
+            std::rotate(q.pkts.begin(), q.pkts.begin() + held, q.pkts.begin() + q.n);
+            flush_plane(p, uint16_t(q.n - held));
+        }
+        held_n_[p] = 0;
+    }
+}
+
+// The ACKs a held pass set aside, taken in now that the program has answered.
+bool worker::take_later_acks(uint64_t now_ns)
+{
+    const uint16_t n = later_n_;
+    later_n_ = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+        const uint64_t t_place = stage_times::begin();
+        ep_.on_packet(later_[i].meta, later_[i].bytes, now_ns);
+        stages_.end(stage::placement, t_place);
+        rte_pktmbuf_free(later_[i].m);
+    }
+    return n != 0;
 }
 
 bool worker::rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t)
@@ -113,6 +164,11 @@ bool worker::rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t)
     }
     if (cfg_.inbox != nullptr) {
         busy |= rx_inbox(deliver);
+    }
+    if (later_n_ != 0 && ep_.next_timer() <= deliver.now_ns) {
+        // A timer is due (a probe or RTO of what those ACKs may settle): they go first,
+        // as in a pass that holds nothing, so nothing is resent that already arrived.
+        take_later_acks(deliver.now_ns);
     }
     return busy;
 }
@@ -264,6 +320,14 @@ void worker::rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>
     neigh_[plane].learn(src_node, r.pkt.src_mac);
     const rx_meta meta{src_node, plane, r.pkt.udp_sport, r.pkt.ce};
     stages_.end(stage::parse, t_parse);
+    // BTH byte 1 is the opcode (wire/headers.hpp). An ACK in a held pass waits until the
+    // program has answered (send_held): it settles what we sent, so nothing the program
+    // answers now depends on it, and the reply is not built behind its processing.
+    if (holding_ && later_n_ < later_.size() && r.pkt.payload.size() > 1 &&
+        r.pkt.payload[1] == uint8_t(wire::opcode::ack)) {
+        later_[later_n_++] = {m, meta, r.pkt.payload};
+        return;
+    }
     const uint64_t t_place = stage_times::begin();
     deliver(meta, r.pkt.payload);
     stages_.end(stage::placement, t_place);
@@ -394,6 +458,9 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
         }
     }
     tx_queue& q = txq_[f.plane];
+    if (f.buf[1] < uint8_t(wire::opcode::ack)) { // BTH opcode: below ACK are data
+        q.only_ctrl = false;
+    }
     if (q.n == q.pkts.size()) { // only a stalled port's queue fills up
         ++ctr_.tx_port_stalled;
         rte_pktmbuf_free(m);
@@ -494,13 +561,14 @@ void worker::tx_flush(uint64_t) noexcept
     }
 }
 
-void worker::flush_plane(uint8_t plane) noexcept
+void worker::flush_plane(uint8_t plane, uint16_t count) noexcept
 {
     tx_queue& q = txq_[plane];
+    flushed_[plane] = true;
     // Timed: a PMD may block in here (net_af_packet waits for room in its kernel ring).
     const uint64_t t0 = clk_.now_ns();
     const uint64_t c0 = stage_times::begin();
-    const uint16_t sent = rte_eth_tx_burst(cfg_.planes[plane].port_id, cfg_.queue, q.pkts.data(), q.n);
+    const uint16_t sent = rte_eth_tx_burst(cfg_.planes[plane].port_id, cfg_.queue, q.pkts.data(), count);
     stages_.end(stage::tx_burst, c0, sent);
     const uint64_t t1 = clk_.now_ns();
     ctr_.max_tx_burst_ns = std::max(ctr_.max_tx_burst_ns, t1 - t0);
@@ -517,11 +585,16 @@ void worker::flush_plane(uint8_t plane) noexcept
         last_tx_ns_[plane] = t1;
         log_.on_tx(plane, last_tx_ns_[plane]);
     }
-    if (sent < q.n) {
+    if (sent < count) {
         ++ctr_.tx_queue_full;
+    }
+    if (sent != 0 && sent < q.n) {
         std::copy(q.pkts.begin() + sent, q.pkts.begin() + q.n, q.pkts.begin());
     }
     q.n = uint16_t(q.n - sent);
+    if (q.n == 0) {
+        q.only_ctrl = true;
+    }
 }
 
 void worker::flush() noexcept
