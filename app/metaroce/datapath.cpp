@@ -100,7 +100,7 @@ int datapath::loop()
     endpoint& ep = io.ep();
     while (!quit_.load(std::memory_order_relaxed)) {
         const uint64_t now = clk_.now_ns();
-        io.poll(now);
+        io.poll_held(now);
         for (size_t n = ep.poll_events(ev), i = 0; i < n; ++i) {
             host_->on_event(ev[i], now);
         }
@@ -111,7 +111,9 @@ int datapath::loop()
                 on_completion(cq[i], at);
             }
         }
-        host_->pump(clk_.now_ns());
+        const uint64_t pumped = clk_.now_ns();
+        host_->pump(pumped);
+        io.send_held(pumped);
         mailbox_.drain();
     }
     mailbox_.drain();

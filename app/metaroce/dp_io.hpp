@@ -20,6 +20,11 @@ public:
     virtual endpoint& ep() noexcept = 0;
     // One pass: receive, timers, transmit. May sleep briefly when idle (udp).
     virtual void poll(uint64_t now_ns) = 0;
+    // The same pass split around the lane's step (completions taken, engines pumped):
+    // replies leave ahead of the pass's ACKs, and ACKs received are taken in after them
+    // (dpdk::worker::send_held). I/Os without bursts of their own just poll.
+    virtual void poll_held(uint64_t now_ns) { poll(now_ns); }
+    virtual void send_held(uint64_t) {}
     // Sends what is still queued (the last ACKs and CLOSEs) before the loop ends.
     virtual void flush() noexcept = 0;
     // The datapath counters in the DPDK worker's shape ("show stats", "show planes").
@@ -45,6 +50,13 @@ public:
             sched_yield(); // shared cores: an idle lane gives its CPU to the others
         }
     }
+    void poll_held(uint64_t now_ns) override { held_busy_ = w().poll(now_ns, false); }
+    void send_held(uint64_t now_ns) override
+    {
+        if (!w().send_held(now_ns) && !held_busy_ && yield_idle_) {
+            sched_yield();
+        }
+    }
     void yield_when_idle(bool on) noexcept { yield_idle_ = on; }
     void flush() noexcept override { w().flush(); }
     dpdk::worker_counters counters() override { return w().counters(); }
@@ -58,6 +70,7 @@ private:
     std::shared_ptr<dpdk::node> node_;
     size_t k_;
     bool yield_idle_ = false;
+    bool held_busy_ = false; // the held pass moved something
 };
 
 } // namespace metaroce::app
