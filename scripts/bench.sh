@@ -201,6 +201,8 @@ row("write_lat half RTT us (2 B)", M["wlat"], M["rawlat"], R["wlat"])
 print(f" raw: {raw_source}")
 print(" core instructions per data packet (both endpoints, copies excluded): %s; ns per packet: %s (%s)"
       % (core.get("core_instructions_per_packet", "null"), core.get("core_ns_per_packet", "null"), core_note))
+print(" core instructions per 2 B SEND round trip (both endpoints, send_lat's work): %s"
+      % core.get("core_instructions_per_round_trip", "null"))
 if out:
     json.dump({
         "frame_bytes": int(frame), "raw_gbps": raw, "raw_source": raw_source,
@@ -217,6 +219,7 @@ if out:
         "workers": int(workers), "rounds": int(rounds), "seconds_per_run": int(secs),
         "core_ns_per_packet": core.get("core_ns_per_packet"),
         "core_instructions_per_packet": core.get("core_instructions_per_packet"),
+        "core_instructions_per_round_trip": core.get("core_instructions_per_round_trip"),
         "core_source": core_note,
     }, open(out, "w"), indent=2)
     print(f"wrote {out}")

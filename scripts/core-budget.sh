@@ -11,7 +11,10 @@
 # self cost is subtracted; so is the harness's own (metaroce::bench::*: the pull loop
 # and the lambda handing each frame over, the work a driver's I/O does). Per ACK: a
 # second run counts only inside pump_acks() (the receiver building its ACKs and the
-# sender taking them in), minus the harness again, divided by ACKs.
+# sender taking them in), minus the harness again, divided by ACKs. Per round trip: a
+# third run, `--pings 10000` (2 B SENDs echoed as send_lat does, the echoes checked),
+# counts inside ping_pong(): both endpoints' posts, packets, ACKs, completions and
+# timers, minus the harness, divided by round trips.
 # ns per packet comes from a run without valgrind: wall time, informational.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,14 +37,17 @@ command -v valgrind >/dev/null || { echo "core-budget: valgrind missing (scripts
 dir=$(mktemp -d /tmp/metaroce-core-budget.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 "$bin" --json "${args[@]}" >"$dir/native.json"
-cg() { # cg NAME FUNCTION: callgrind counting only inside FUNCTION
-  valgrind --tool=callgrind --callgrind-out-file="$dir/$1.out" --toggle-collect="$2" \
-    "$bin" --json "${args[@]}" >"$dir/$1.json" 2>"$dir/$1.log" ||
-    { echo "core-budget: the run under callgrind failed:" >&2; tail -5 "$dir/$1.log" >&2; exit 1; }
-  callgrind_annotate "$dir/$1.out" >"$dir/$1.txt" 2>/dev/null
+cg() { # cg NAME FUNCTION [ARGS]: callgrind counting only inside FUNCTION
+  local name=$1 fn=$2
+  shift 2
+  valgrind --tool=callgrind --callgrind-out-file="$dir/$name.out" --toggle-collect="$fn" \
+    "$bin" --json "${args[@]}" "$@" >"$dir/$name.json" 2>"$dir/$name.log" ||
+    { echo "core-budget: the run under callgrind failed:" >&2; tail -5 "$dir/$name.log" >&2; exit 1; }
+  callgrind_annotate "$dir/$name.out" >"$dir/$name.txt" 2>/dev/null
 }
 cg all '*core_bench::transfer*'
 cg ack '*core_bench::pump_acks*'
+cg ping '*core_bench::ping_pong*' --pings 10000
 
 python3 - "$dir" "$json" <<'PY'
 import json, re, sys
@@ -76,11 +82,16 @@ ack_total, ack_fns = table("ack")
 ack_total -= harness(ack_fns)
 total -= harness(fns)
 pkts, acks = run["packets"], run["acks"]
+ping = json.load(open(f"{d}/ping.json"))
+ping_total, ping_fns = table("ping")
+ping_total -= harness(ping_fns)
 out = {
     "core_ns_per_packet": native["core_ns_per_packet"],
     "core_instructions_per_packet": round((total - copy) / pkts),
     "core_instructions_per_ack": round(ack_total / acks) if acks else 0,
     "copy_instructions_per_packet": round(copy / pkts),
+    "core_instructions_per_round_trip": round(ping_total / ping["round_trips"]),
+    "ping_bytes": ping["ping_bytes"],
     "paths": run["paths"],
     "packets": pkts,
     "acks": acks,
@@ -94,6 +105,8 @@ else:
     print(f"  instructions per ACK (built and taken in):                      {out['core_instructions_per_ack']}")
     print(f"  payload copies (excluded above), per data packet:               {out['copy_instructions_per_packet']}")
     print(f"  wall ns per data packet (this machine, copies included):        {out['core_ns_per_packet']}")
+    print(f"  instructions per {out['ping_bytes']} B SEND round trip (posts, 2 data, 2 ACKs, completions):"
+          f" {out['core_instructions_per_round_trip']}")
     top = sorted(((v, f) for f, v in fns.items()
                   if not re.search(r"mem(cpy|move)", f) and not f.startswith("metaroce::bench::")), reverse=True)[:8]
     print("  top functions (self instructions per data packet):")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/endpoint_loop.hpp"
 #include "metaroce/wire/codec.hpp"
@@ -163,6 +164,98 @@ __attribute__((noinline)) core_bench_result core_bench::transfer()
     r.data_packets = a_->stats().tx_data_packets - a0.tx_data_packets;
     r.acks = b_->stats().tx_acks - b0.tx_acks;
     r.retransmits = a_->stats().retransmits - a0.retransmits;
+    r.ok = true;
+    return r;
+}
+
+__attribute__((noinline)) core_bench_result core_bench::ping_pong()
+{
+    core_bench_result r;
+    const uint32_t n = opt_.ping_bytes;
+    // The ping goes from the start of the sender's buffer, lands at the start of the
+    // receiver's and is echoed from there into the sender's buffer past the ping.
+    if (n == 0 || 2 * uint64_t(n) > src_.size() || n > dst_.size()) {
+        r.error = "--bytes too small for the ping size";
+        return r;
+    }
+    const auto recv_into = [](endpoint& ep, conn_id c, const memory_region& m, uint64_t off, uint32_t len) {
+        recv_wr w;
+        w.local = {m.va + off, len, m.lkey};
+        return ep.post_recv(c, 0, w) == post_result::ok;
+    };
+    const auto send_from = [this](endpoint& ep, conn_id c, const memory_region& m, uint32_t len) {
+        send_wr w;
+        w.op = wr_opcode::send;
+        w.local = {m.va, len, m.lkey};
+        return ep.post_send(c, w, now_) == post_result::ok;
+    };
+    const std::vector<conn_id> b_conns = b_->connections();
+    if (b_conns.empty()) {
+        r.error = "the receiver has no connection";
+        return r;
+    }
+    const conn_id back = b_conns[0];
+    const counters a0 = a_->stats();
+    const counters b0 = b_->stats();
+    const auto start = std::chrono::steady_clock::now();
+    completion wc[16];
+    // A side's completions of one kind this round (receives: the echo; sends: the ping).
+    const auto take = [&wc](endpoint& ep, uint32_t& recvs) {
+        for (size_t k; (k = ep.poll_cq(wc)) > 0;) {
+            for (size_t i = 0; i < k; ++i) {
+                if (wc[i].status != wc_status::success) {
+                    return false;
+                }
+                recvs += wc[i].op == wc_opcode::recv;
+            }
+        }
+        return true;
+    };
+    for (uint32_t i = 0; i < opt_.pings; ++i) {
+        src_[i % n] = uint8_t(src_[i % n] + 1); // every ping differs from the last
+        if (!recv_into(*a_, conn_, src_mr_, n, n) || !recv_into(*b_, back, dst_mr_, 0, n) ||
+            !send_from(*a_, conn_, src_mr_, n)) {
+            r.error = "a post was refused";
+            return r;
+        }
+        uint32_t echoed = 0;
+        for (int step = 0; echoed == 0; ++step) {
+            if (step == 1000) {
+                r.error = "no echo after 1000 steps";
+                return r;
+            }
+            pump_data();
+            uint32_t pinged = 0;
+            if (!take(*b_, pinged)) {
+                r.error = "a receiver completion in error";
+                return r;
+            }
+            if (pinged != 0 && !send_from(*b_, back, dst_mr_, n)) {
+                r.error = "the echo was refused";
+                return r;
+            }
+            pump_acks();
+            if (!take(*a_, echoed)) {
+                r.error = "a sender completion in error";
+                return r;
+            }
+            io::run_due_timers(*a_, now_);
+            io::run_due_timers(*b_, now_);
+            now_ += opt_.round_ns;
+        }
+        if (std::memcmp(src_.data(), src_.data() + n, n) != 0) {
+            r.error = "an echo differs from its ping";
+            return r;
+        }
+        ++r.round_trips;
+    }
+    r.wall_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count());
+    r.data_packets = (a_->stats().tx_data_packets - a0.tx_data_packets) +
+                     (b_->stats().tx_data_packets - b0.tx_data_packets);
+    r.acks = (a_->stats().tx_acks - a0.tx_acks) + (b_->stats().tx_acks - b0.tx_acks);
+    r.retransmits = a_->stats().retransmits - a0.retransmits + b_->stats().retransmits - b0.retransmits;
     r.ok = true;
     return r;
 }

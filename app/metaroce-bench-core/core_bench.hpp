@@ -1,7 +1,9 @@
 // Two endpoints in one process joined without any I/O: the sender's packets go
 // straight into the receiver's on_packet() from the shared pull loop, and so do
 // the receiver's ACKs back. A fake clock advances by a fixed step per round, so
-// a run is the same sequence of calls every time (what callgrind counts).
+// a run is the same sequence of calls every time (what callgrind counts). Two
+// workloads: a stream of WRITEs (transfer: the per-packet budget) and a ping-pong of
+// small SENDs (ping_pong: what one round trip of a latency test costs the core).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,8 @@ struct core_bench_options {
     uint32_t max_outstanding = 16;    // WRITEs posted ahead
     uint32_t round_budget = 64;       // data packets pulled per round at most
     uint64_t round_ns = 2'000;        // fake time per round
+    uint32_t pings = 0;               // ping_pong(): round trips (0: run transfer())
+    uint32_t ping_bytes = 2;          // ping_pong(): SEND size, as send_lat -s
 };
 
 struct core_bench_result {
@@ -31,6 +35,7 @@ struct core_bench_result {
     uint64_t completions = 0;
     uint64_t wall_ns = 0;             // transfer() only, informational
     uint64_t fake_ns = 0;             // fake time the transfer took
+    uint64_t round_trips = 0;         // ping_pong(): echoes that came back, bytes checked
 };
 
 class core_bench {
@@ -45,6 +50,10 @@ public:
     core_bench_result transfer();
     // True if every byte landed where it was written from.
     bool verify() const;
+    // opt.pings round trips: the sender SENDs opt.ping_bytes, the receiver echoes them
+    // back from where they landed as soon as their receive completes (send_lat). Each
+    // echo is compared with its ping. Callgrind counts only inside it (--toggle-collect).
+    core_bench_result ping_pong();
 
     // The per-round pieces, kept out of line so callgrind can attribute them.
     size_t pump_data();               // sender -> receiver: data packets
