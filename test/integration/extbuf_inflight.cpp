@@ -4,10 +4,8 @@
 // other port reads them); the receiving port is not polled, so frames sent in place
 // from a heap buffer (rte_extmem_register path) stay in flight until this test drains
 // the ring from another thread. Exit 0 on success.
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_ring.h>
 
 #include <array>
 #include <chrono>
@@ -21,6 +19,7 @@
 #include "dpdk/node.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/worker.hpp"
+#include "ring_link.hpp"
 
 using namespace metaroce;
 
@@ -70,18 +69,13 @@ int main(int argc, char** argv)
 {
     try {
         dpdk::eal_init(argc, argv);
-        rte_ring* ab = rte_ring_create("zc_ab", 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-        rte_ring* ba = rte_ring_create("zc_ba", 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-        require(ab != nullptr && ba != nullptr, "rte_ring_create failed");
-        const int pa = rte_eth_from_rings("zca", &ba, 1, &ab, 1, 0);
-        const int pb = rte_eth_from_rings("zcb", &ab, 1, &ba, 1, 0);
-        require(pa >= 0 && pb >= 0, "rte_eth_from_rings failed");
+        const test::ring_link link = test::make_ring_link("zc", 4096);
         const uint32_t frame = dpdk::node::max_frame(transport_config{}.mtu);
         rte_mempool* pool = dpdk::make_mbuf_pool("zc_pool", 4095, frame, 0);
         dpdk::port_params pp;
         pp.max_frame = frame;
-        const dpdk::port_caps ca = dpdk::setup_port(uint16_t(pa), pp, pool);
-        const dpdk::port_caps cb = dpdk::setup_port(uint16_t(pb), pp, pool);
+        const dpdk::port_caps ca = dpdk::setup_port(link.a, pp, pool);
+        const dpdk::port_caps cb = dpdk::setup_port(link.b, pp, pool);
         require(!ca.multi_seg_tx && !ca.zero_copy_note.empty(), "net_ring should be refused for zero copy");
         dpdk::worker a(config(k_a, ca, pool, false));
         dpdk::worker b(config(k_b, cb, pool, true));
@@ -133,7 +127,7 @@ int main(int argc, char** argv)
         // The peer port reads them 100 ms later: the wait ends then, and not before.
         std::thread reader([&] {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            drain(uint16_t(pb));
+            drain(link.b);
         });
         t0 = std::chrono::steady_clock::now();
         a.tx_deregister(src.data(), 5'000'000'000ull);

@@ -4,7 +4,6 @@
 // ahead of the ACK the pass built, and at the receiver that an ACK arriving in a held
 // pass is taken in only by send_held (the reply's completion first, the ACK's after).
 // Every echo's bytes are compared. Exit 0 on success.
-#include <rte_eth_ring.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -19,6 +18,7 @@
 #include "dpdk/net_headers.hpp"
 #include "dpdk/node.hpp"
 #include "metaroce/wire/headers.hpp"
+#include "ring_link.hpp"
 
 using namespace metaroce;
 
@@ -78,25 +78,16 @@ int main(int argc, char** argv)
 {
     try {
         dpdk::eal_init(argc, argv);
-        rte_ring* ab = rte_ring_create("hp_ab", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-        rte_ring* ba = rte_ring_create("hp_ba", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-        if (ab == nullptr || ba == nullptr) {
-            fail("rte_ring_create failed");
-        }
-        const int port_a = rte_eth_from_rings("hpa", &ba, 1, &ab, 1, 0);
-        const int port_b = rte_eth_from_rings("hpb", &ab, 1, &ba, 1, 0);
-        if (port_a < 0 || port_b < 0) {
-            fail("rte_eth_from_rings failed");
-        }
+        const test::ring_link link = test::make_ring_link("hp", 1024);
         dpdk::node_params pa;
         pa.node_addr = k_a;
-        pa.ports = {uint16_t(port_a)};
+        pa.ports = {link.a};
         pa.accept_incoming = false;
         pa.mbufs = 2047;
         pa.seed = 5;
         dpdk::node_params pb = pa;
         pb.node_addr = k_b;
-        pb.ports = {uint16_t(port_b)};
+        pb.ports = {link.b};
         pb.accept_incoming = true;
         pb.seed = 6;
         dpdk::node na(pa);
@@ -175,7 +166,7 @@ int main(int argc, char** argv)
                     fail("round " + std::to_string(i) + ": the ping never arrived");
                 }
             }
-            const std::vector<uint8_t> ops = peek_opcodes(ba);
+            const std::vector<uint8_t> ops = peek_opcodes(link.ba);
             const auto ack = uint8_t(wire::opcode::ack);
             const auto send = uint8_t(wire::opcode::send);
             size_t first_ack = ops.size(), first_send = ops.size();

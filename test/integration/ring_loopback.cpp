@@ -1,8 +1,6 @@
 // In-process loopback: two nodes in one process joined by net_ring ports (one
 // cross-connected ring pair per plane), driven by one thread. Runs WRITE, SEND
 // and READ over two planes and checks every byte. Exit 0 on success.
-#include <rte_eth_ring.h>
-#include <rte_ring.h>
 
 #include <cstdio>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "dpdk/eal.hpp"
 #include "dpdk/node.hpp"
 #include "engines/data_pattern.hpp"
+#include "ring_link.hpp"
 
 using namespace metaroce;
 
@@ -23,23 +22,6 @@ constexpr uint32_t k_a = 0x0a000001;
 constexpr uint32_t k_b = 0x0a000002;
 constexpr uint32_t k_msg = 65536;
 constexpr uint32_t k_msgs = 64;
-
-// Two ports whose TX feeds the other's RX.
-std::pair<uint16_t, uint16_t> ring_pair(int plane)
-{
-    const std::string n = "lb" + std::to_string(plane);
-    rte_ring* ab = rte_ring_create((n + "ab").c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    rte_ring* ba = rte_ring_create((n + "ba").c_str(), 4096, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    if (ab == nullptr || ba == nullptr) {
-        throw std::runtime_error("rte_ring_create failed");
-    }
-    const int pa = rte_eth_from_rings((n + "a").c_str(), &ba, 1, &ab, 1, 0);
-    const int pb = rte_eth_from_rings((n + "b").c_str(), &ab, 1, &ba, 1, 0);
-    if (pa < 0 || pb < 0) {
-        throw std::runtime_error("rte_eth_from_rings failed");
-    }
-    return {uint16_t(pa), uint16_t(pb)};
-}
 
 struct side {
     dpdk::node& n;
@@ -80,17 +62,17 @@ int main(int argc, char** argv)
 {
     try {
         dpdk::eal_init(argc, argv);
-        const auto p0 = ring_pair(0);
-        const auto p1 = ring_pair(1);
+        const test::ring_link p0 = test::make_ring_link("lb0", 4096);
+        const test::ring_link p1 = test::make_ring_link("lb1", 4096);
         dpdk::node_params pa;
         pa.node_addr = k_a;
-        pa.ports = {p0.first, p1.first};
+        pa.ports = {p0.a, p1.a};
         pa.accept_incoming = false;
         pa.mbufs = 4095;
         pa.seed = 11;
         dpdk::node_params pb = pa;
         pb.node_addr = k_b;
-        pb.ports = {p0.second, p1.second};
+        pb.ports = {p0.b, p1.b};
         pb.accept_incoming = true;
         pb.seed = 22;
         dpdk::node na(pa);
