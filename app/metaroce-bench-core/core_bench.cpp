@@ -199,7 +199,7 @@ __attribute__((noinline)) core_bench_result core_bench::ping_pong()
     const counters b0 = b_->stats();
     const auto start = std::chrono::steady_clock::now();
     completion wc[16];
-    // A side's completions of one kind this round (receives: the echo; sends: the ping).
+    // Drains a side's completions, false at one in error; counts its receives.
     const auto take = [&wc](endpoint& ep, uint32_t& recvs) {
         for (size_t k; (k = ep.poll_cq(wc)) > 0;) {
             for (size_t i = 0; i < k; ++i) {

@@ -46,10 +46,10 @@ public:
             sched_yield();
         }
     }
-    void poll_held(uint64_t now_ns) override { held_busy_ = w_.poll(now_ns, false); }
+    void poll_held(uint64_t now_ns) override { w_.poll(now_ns, false); }
     void send_held(uint64_t now_ns) override
     {
-        if (!w_.send_held(now_ns) && !held_busy_ && yield_idle_) {
+        if (!w_.send_held(now_ns) && yield_idle_) {
             sched_yield();
         }
     }
@@ -66,7 +66,6 @@ public:
 private:
     dpdk::worker& w_;
     bool yield_idle_ = false;
-    bool held_busy_ = false;
 };
 
 } // namespace metaroce::perf

@@ -50,10 +50,10 @@ public:
             sched_yield(); // shared cores: an idle lane gives its CPU to the others
         }
     }
-    void poll_held(uint64_t now_ns) override { held_busy_ = w().poll(now_ns, false); }
+    void poll_held(uint64_t now_ns) override { w().poll(now_ns, false); }
     void send_held(uint64_t now_ns) override
     {
-        if (!w().send_held(now_ns) && !held_busy_ && yield_idle_) {
+        if (!w().send_held(now_ns) && yield_idle_) {
             sched_yield();
         }
     }
@@ -70,7 +70,6 @@ private:
     std::shared_ptr<dpdk::node> node_;
     size_t k_;
     bool yield_idle_ = false;
-    bool held_busy_ = false; // the held pass moved something
 };
 
 } // namespace metaroce::app

@@ -102,16 +102,19 @@ bool worker::poll(uint64_t now_ns, bool flush)
     if (r.busy()) {
         ++ctr_.busy_loops;
     }
+    held_busy_ = holding_ && r.busy();
     return r.busy();
 }
 
 bool worker::send_held(uint64_t now_ns)
 {
     holding_ = false;
+    const bool polled = held_busy_;
+    held_busy_ = false;
     const link_guard::section io_ok;
     if (!io_ok) {
         take_later_acks(now_ns); // their frames go out with the next pass
-        return false;
+        return polled;
     }
     size_t pulled = io::pull_tx(ep_, *this, now_ns, cfg_.tx_budget).pulled;
     replies_first();
@@ -119,7 +122,7 @@ bool worker::send_held(uint64_t now_ns)
     if (take_later_acks(now_ns)) {
         pulled += io::send_held(ep_, *this, now_ns, cfg_.tx_budget); // what the ACKs opened
     }
-    return pulled != 0;
+    return polled || pulled != 0;
 }
 
 // A held pass queued only ACKs (for what it received) and the program then posted its

@@ -86,7 +86,7 @@ public:
     // Pulls what the program posted since poll(now, false) and sends it ahead of the
     // ACKs that pass built, in its own burst; then takes in the ACKs that arrived in
     // that pass (they waited, so the reply was not queued behind them) and sends what
-    // they released. True when it pulled any.
+    // they released. True when the whole held pass (poll and send_held) moved anything.
     bool send_held(uint64_t now_ns);
     // Sends whatever is still queued for the ports (at stop).
     void flush() noexcept;
@@ -172,6 +172,7 @@ private:
         std::span<const uint8_t> bytes;
     };
     bool holding_ = false;
+    bool held_busy_ = false;                        // the held pass's poll() moved something
     std::array<later_ack, k_burst> later_{};
     uint16_t later_n_ = 0;
     std::array<uint16_t, k_max_planes> held_n_{};   // frames queued by the held pass
