@@ -62,8 +62,9 @@ void session::start_engine(role r, const engine_setup& s)
 void session::step()
 {
     now_ = clk_.now_ns();
-    // A held pass: the ACKs built here leave after what this step posts (an echo), and the
-    // ACKs received here are taken in after it (dpdk::worker::send_held).
+    // A held pass: the ACKs owed for what arrives here are built after what this step
+    // posts (an echo), and the ACKs received here are taken in after it
+    // (dpdk::worker::send_held).
     w_.poll_held(now_);
     std::array<conn_event, 16> ev;
     for (size_t n = ep_.poll_events(ev), i = 0; i < n; ++i) {

@@ -26,6 +26,7 @@
 // Header-only and allocation-free: it is the per-packet path.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <concepts>
@@ -57,6 +58,7 @@ enum class tx_stop : uint8_t {
 
 struct pull_result {
     size_t pulled = 0; // packets poll_tx() built (including ones the I/O then dropped)
+    size_t data = 0;   // of which data packets
     tx_stop why = tx_stop::core_idle;
 };
 
@@ -93,12 +95,14 @@ inline bool run_due_timers(Engine& ep, uint64_t now_ns)
 }
 
 // Pulls up to `budget` packets from the engine into the I/O's buffers.
+// data_first: data ahead of the ACKs waiting (the held pass's reply, spec 5.4).
 template <class Engine, class Io>
-inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = SIZE_MAX)
+inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = SIZE_MAX, bool data_first = false)
 {
     pull_result r;
     while (r.pulled < budget) {
         tx_frame f;
+        f.data_first = data_first;
         f.buf = io.tx_buffer(now_ns);
         if constexpr (requires { io.tx_zero_copy(); }) {
             f.want_payload_ref = io.tx_zero_copy(); // payload by reference (io_types.hpp)
@@ -123,6 +127,7 @@ inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = 
             io.time_built(f, t0);
         }
         ++r.pulled;
+        r.data += f.data;
         if (io.tx_send(f, now_ns) == tx_next::stop) {
             r.why = tx_stop::io_full;
             return r;
@@ -141,9 +146,9 @@ struct poll_result {
     bool busy() const noexcept { return rx || timers || backlog || pulled != 0; }
 };
 
-// One run-to-completion pass: receive, timers, transmit. flush = false holds the built
-// frames (an ACK for what just arrived) for send_held(), so a program that answers in
-// between sends its reply in the same burst instead of one TX burst later.
+// One run-to-completion pass: receive, timers, transmit. flush = false holds the pass
+// open: nothing is built until send_held(), so a program that answers in between has its
+// reply built and sent before the ACKs for what just arrived.
 template <class Engine, class Io>
 inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget, bool flush = true)
 {
@@ -166,19 +171,26 @@ inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budg
         r.backlog = true;
         return r;
     }
-    r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
     if (flush) {
+        r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
         io.tx_flush(now_ns);
     }
     return r;
 }
 
-// The end of a pass split around the program's step: pulls what the program posted
-// since poll_once(..., false) and sends it with the held frames. Returns packets pulled.
+// The end of a pass split around the program's step (poll_once(..., false)). When the
+// pass owes ACKs for what it received, the first data packet (the reply the program just
+// posted) is built ahead of them and leaves in a burst of its own; then the rest, ACKs
+// first again. Returns packets pulled.
 template <class Engine, class Io>
 inline size_t send_held(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
 {
-    const size_t pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
+    const bool owed = ep.acks_owed();
+    const pull_result first = pull_tx(ep, io, now_ns, std::min<size_t>(tx_budget, 1), owed);
+    if (first.data != 0 && owed) {
+        io.tx_flush(now_ns);
+    }
+    const size_t pulled = first.pulled + pull_tx(ep, io, now_ns, tx_budget - first.pulled).pulled;
     io.tx_flush(now_ns);
     return pulled;
 }

@@ -89,13 +89,6 @@ bool worker::poll(uint64_t now_ns, bool flush)
     }
     holding_ = !flush;
     const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget, flush);
-    if (holding_) {
-        for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
-            held_n_[p] = txq_[p].n;
-            held_ctrl_[p] = txq_[p].only_ctrl;
-            flushed_[p] = false;
-        }
-    }
     if (r.timers) {
         ++ctr_.timer_calls;
     }
@@ -116,31 +109,12 @@ bool worker::send_held(uint64_t now_ns)
         take_later_acks(now_ns); // their frames go out with the next pass
         return polled;
     }
-    size_t pulled = io::pull_tx(ep_, *this, now_ns, cfg_.tx_budget).pulled;
-    replies_first();
-    tx_flush(now_ns);
+    // The reply first, alone in its burst, then the ACKs for what the pass received.
+    size_t pulled = io::send_held(ep_, *this, now_ns, cfg_.tx_budget);
     if (take_later_acks(now_ns)) {
         pulled += io::send_held(ep_, *this, now_ns, cfg_.tx_budget); // what the ACKs opened
     }
     return polled || pulled != 0;
-}
-
-// A held pass queued only ACKs (for what it received) and the program then posted its
-// reply: the reply goes out alone first, the ACKs in a burst of their own right after.
-// On a ping-pong the peer sees the reply a frame's TX cost sooner, and the ACKs reach
-// it while it works on the reply. Data frames are never reordered among themselves
-// (a path's packets leave in PSN order).
-void worker::replies_first() noexcept
-{
-    for (uint8_t p = 0; p < cfg_.planes.size(); ++p) {
-        tx_queue& q = txq_[p];
-        const uint16_t held = held_n_[p];
-        if (held != 0 && held_ctrl_[p] && !flushed_[p] && q.n > held) {
-            std::rotate(q.pkts.begin(), q.pkts.begin() + held, q.pkts.begin() + q.n);
-            flush_plane(p, uint16_t(q.n - held));
-        }
-        held_n_[p] = 0;
-    }
 }
 
 // The ACKs a held pass set aside, taken in now that the program has answered.
@@ -461,9 +435,6 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
         }
     }
     tx_queue& q = txq_[f.plane];
-    if (f.buf[1] < uint8_t(wire::opcode::ack)) { // BTH opcode: below ACK are data
-        q.only_ctrl = false;
-    }
     if (q.n == q.pkts.size()) { // only a stalled port's queue fills up
         ++ctr_.tx_port_stalled;
         rte_pktmbuf_free(m);
@@ -564,10 +535,10 @@ void worker::tx_flush(uint64_t) noexcept
     }
 }
 
-void worker::flush_plane(uint8_t plane, uint16_t count) noexcept
+void worker::flush_plane(uint8_t plane) noexcept
 {
     tx_queue& q = txq_[plane];
-    flushed_[plane] = true;
+    const uint16_t count = q.n;
     // Timed: a PMD may block in here (net_af_packet waits for room in its kernel ring).
     const uint64_t t0 = clk_.now_ns();
     const uint64_t c0 = stage_times::begin();
@@ -595,9 +566,6 @@ void worker::flush_plane(uint8_t plane, uint16_t count) noexcept
         std::copy(q.pkts.begin() + sent, q.pkts.begin() + q.n, q.pkts.begin());
     }
     q.n = uint16_t(q.n - sent);
-    if (q.n == 0) {
-        q.only_ctrl = true;
-    }
 }
 
 void worker::flush() noexcept

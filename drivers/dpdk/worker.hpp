@@ -80,13 +80,15 @@ public:
     size_t planes() const noexcept { return cfg_.planes.size(); }
 
     // One run-to-completion iteration; true when it moved any packet or ran a timer.
-    // flush = false holds the pass open until send_held(): the program takes its
-    // completions and posts in between, and its reply leaves first (see send_held).
+    // flush = false holds the pass open until send_held(): it receives and runs timers
+    // but builds nothing, the program takes its completions and posts in between, and
+    // its reply is built and leaves first (see send_held).
     bool poll(uint64_t now_ns, bool flush = true);
-    // Pulls what the program posted since poll(now, false) and sends it ahead of the
-    // ACKs that pass built, in its own burst; then takes in the ACKs that arrived in
-    // that pass (they waited, so the reply was not queued behind them) and sends what
-    // they released. True when the whole held pass (poll and send_held) moved anything.
+    // Builds the program's reply (the first data packet) ahead of the ACKs the held pass
+    // owes and sends it in its own burst, then the ACKs and the rest; then takes in the
+    // ACKs that arrived in that pass (they waited, so the reply was not built behind
+    // them) and sends what they released. True when the whole held pass (poll and
+    // send_held) moved anything.
     bool send_held(uint64_t now_ns);
     // Sends whatever is still queued for the ports (at stop).
     void flush() noexcept;
@@ -139,10 +141,8 @@ private:
     void rx_frame(rte_mbuf* m, uint8_t plane, const io::deliver_to<endpoint>& deliver);
     bool rx_plane(uint8_t plane, const io::deliver_to<endpoint>& deliver);
     bool rx_inbox(const io::deliver_to<endpoint>& deliver);
-    void flush_plane(uint8_t plane) noexcept { flush_plane(plane, txq_[plane].n); }
-    void flush_plane(uint8_t plane, uint16_t count) noexcept; // the queue's first count frames
+    void flush_plane(uint8_t plane) noexcept;
     bool take_later_acks(uint64_t now_ns);
-    void replies_first() noexcept;
     bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
     bool plane_backed_up(uint8_t plane, uint64_t now_ns) const noexcept;
     bool tx_must_stop(uint64_t now_ns) const noexcept;
@@ -159,13 +159,11 @@ private:
     struct tx_queue {
         std::array<rte_mbuf*, 2 * k_burst> pkts{};
         uint16_t n = 0;
-        bool only_ctrl = true; // no data frame queued since the queue was last empty
     };
     std::array<tx_queue, k_max_planes> txq_;
 
     // A held pass (poll(now, false) .. send_held): the ACKs it received wait in later_
-    // (taken in by send_held, or at once when later_ is full), and what it queued per
-    // plane is remembered so the program's reply can overtake its ACKs.
+    // (taken in by send_held, or at once when a timer is due or later_ is full).
     struct later_ack {
         rte_mbuf* m;
         rx_meta meta;
@@ -175,9 +173,6 @@ private:
     bool held_busy_ = false;                        // the held pass's poll() moved something
     std::array<later_ack, k_burst> later_{};
     uint16_t later_n_ = 0;
-    std::array<uint16_t, k_max_planes> held_n_{};   // frames queued by the held pass
-    std::array<bool, k_max_planes> held_ctrl_{};    // all of them ACK or control
-    std::array<bool, k_max_planes> flushed_{};      // a burst left since the held pass
     std::array<rte_mbuf*, k_burst> spare_{}; // allocated in bulk, not yet used
     uint16_t spare_n_ = 0;
     rte_mbuf* tx_cur_ = nullptr;             // the mbuf tx_buffer() handed out

@@ -367,6 +367,11 @@ size_t endpoint::poll_events(std::span<conn_event> out)
 }
 
 
+bool endpoint::acks_owed() const noexcept
+{
+    return !impl_->ack_ready.empty();
+}
+
 uint64_t endpoint::next_timer() const noexcept
 {
     const uint64_t t = impl_->timers.empty() ? k_no_deadline : impl_->timers.front().deadline;

@@ -622,8 +622,8 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c
     if (c.state == conn_state::connecting || c.state == conn_state::closed) {
         return false;
     }
-    if ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f))) {
-        return true;
+    if (!f.data_first && ((!c.naks.empty() && produce_nak(c, now, f)) || (!c.ack_queue.empty() && produce_ack(c, now, f)))) {
+        return true; // its ACKs wait in ack_ready when the driver asked for data first
     }
     if (c.state != conn_state::established) {
         return false;
@@ -650,6 +650,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
     f.len = 0;
     f.payload_refs = 0;
     f.payload_len = 0;
+    f.data = false;
     if (!e.replies.empty() && e.produce_reply(now, f)) {
         ++e.stats.tx_packets;
         e.stats.tx_bytes += f.len;
@@ -658,7 +659,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
     // ACKs and NAKs before anyone's data (spec 5.4), but at most k_ack_burst in a row
     // while data waits: a peer that makes us ACK every packet must not silence our data.
     // (The queue is looked at here first: most calls, a sender's, find it empty.)
-    if (e.acks_in_row < impl::k_ack_burst && !e.ack_ready.empty() && e.produce_ack_first(now, f)) {
+    if (!f.data_first && e.acks_in_row < impl::k_ack_burst && !e.ack_ready.empty() && e.produce_ack_first(now, f)) {
         ++e.acks_in_row;
         return true;
     }
@@ -682,6 +683,7 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
         e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
         if (sent) {
             e.mark_ready(*c); // round robin: come back for more after the others
+            f.data = f.buf[1] < uint8_t(wire::opcode::ack); // BTH opcode: below ACK are data
             ++e.stats.tx_packets;
             e.stats.tx_bytes += f.wire_len();
             return true;

@@ -56,6 +56,8 @@ public:
     void on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now_ns);
     // Builds the next packet to send into frame.buf; false when nothing may go now.
     bool poll_tx(uint64_t now_ns, tx_frame& frame);
+    // ACKs or NAKs are waiting to be built (poll_tx sends them ahead of data, spec 5.4).
+    bool acks_owed() const noexcept;
     // Earliest time on_timer() has work (k_no_deadline: none). May be early, never late.
     uint64_t next_timer() const noexcept;
     void on_timer(uint64_t now_ns);

@@ -44,6 +44,10 @@ struct tx_frame {
     // queued packets (bit p = plane p). New data goes on another plane while one has
     // room (spec 5.3); 0 = no such word from the driver.
     uint32_t busy_planes = 0;
+    // Set by the driver: build data ahead of the ACKs waiting (spec 5.4, the held pass's
+    // reply). Set by the core: the frame built is a data packet, not an ACK or control.
+    bool data_first = false;
+    bool data = false;
 
     size_t wire_len() const noexcept { return len + payload_len; } // UDP payload bytes
 };
