@@ -146,24 +146,35 @@ struct poll_result {
     bool busy() const noexcept { return rx || timers || backlog || pulled != 0; }
 };
 
+// Runs on_timer() if due, timed when the I/O times stages; true if it ran.
+template <class Engine, class Io>
+inline bool run_timers_timed(Engine& ep, Io& io, uint64_t now_ns)
+{
+    uint64_t t0 = 0;
+    if constexpr (timed_io<Io>) {
+        t0 = io.time_begin();
+    }
+    const bool ran = run_due_timers(ep, now_ns);
+    if constexpr (timed_io<Io>) {
+        if (ran) {
+            io.time_timers(t0);
+        }
+    }
+    return ran;
+}
+
 // One run-to-completion pass: receive, timers, transmit. flush = false holds the pass
-// open: nothing is built until send_held(), so a program that answers in between has its
-// reply built and sent before the ACKs for what just arrived.
+// open: it only receives, and nothing is built until send_held(), so a program that
+// answers in between has its reply built and sent before anything else the pass owes.
 template <class Engine, class Io>
 inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget, bool flush = true)
 {
     poll_result r;
     r.rx = io.rx_burst(deliver_to<Engine>{ep, now_ns}, now_ns);
-    uint64_t t0 = 0;
-    if constexpr (timed_io<Io>) {
-        t0 = io.time_begin();
+    if (!flush) {
+        return r;
     }
-    r.timers = run_due_timers(ep, now_ns);
-    if constexpr (timed_io<Io>) {
-        if (r.timers) {
-            io.time_timers(t0);
-        }
-    }
+    r.timers = run_timers_timed(ep, io, now_ns);
     if constexpr (requires { io.before_tx(now_ns); }) {
         io.before_tx(now_ns);
     }
@@ -171,28 +182,41 @@ inline poll_result poll_once(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budg
         r.backlog = true;
         return r;
     }
-    if (flush) {
-        r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
-        io.tx_flush(now_ns);
-    }
+    r.pulled = pull_tx(ep, io, now_ns, tx_budget).pulled;
+    io.tx_flush(now_ns);
     return r;
 }
 
 // The end of a pass split around the program's step (poll_once(..., false)). When the
 // pass owes ACKs for what it received, the first data packet (the reply the program just
-// posted) is built ahead of them and leaves in a burst of its own; then the rest, ACKs
-// first again. Returns packets pulled.
+// posted) is built ahead of them and leaves in a burst of its own. Then the I/O's
+// after_reply() (the worker takes in the ACKs it set aside), the timers (after those
+// ACKs, so none fires for what they settle) and the rest, ACKs first again.
 template <class Engine, class Io>
-inline size_t send_held(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
+inline poll_result send_held(Engine& ep, Io& io, uint64_t now_ns, size_t tx_budget)
 {
-    const bool owed = ep.acks_owed();
-    const pull_result first = pull_tx(ep, io, now_ns, std::min<size_t>(tx_budget, 1), owed);
-    if (first.data != 0 && owed) {
+    poll_result r;
+    r.backlog = io.tx_backlog(now_ns); // backed up: nothing is pulled, the rest still runs
+    if (!r.backlog) {
+        const bool owed = ep.acks_owed();
+        const pull_result first = pull_tx(ep, io, now_ns, std::min<size_t>(tx_budget, 1), owed);
+        r.pulled = first.pulled;
+        if (first.data != 0 && owed) {
+            io.tx_flush(now_ns);
+        }
+    }
+    if constexpr (requires { io.after_reply(now_ns); }) {
+        r.rx = io.after_reply(now_ns);
+    }
+    r.timers = run_timers_timed(ep, io, now_ns);
+    if constexpr (requires { io.before_tx(now_ns); }) {
+        io.before_tx(now_ns);
+    }
+    if (!r.backlog) {
+        r.pulled += pull_tx(ep, io, now_ns, tx_budget - r.pulled).pulled;
         io.tx_flush(now_ns);
     }
-    const size_t pulled = first.pulled + pull_tx(ep, io, now_ns, tx_budget - first.pulled).pulled;
-    io.tx_flush(now_ns);
-    return pulled;
+    return r;
 }
 
 } // namespace metaroce::io

@@ -89,14 +89,22 @@ bool worker::poll(uint64_t now_ns, bool flush)
     }
     holding_ = !flush;
     const io::poll_result r = io::poll_once(ep_, *this, now_ns, cfg_.tx_budget, flush);
+    if (holding_) {
+        held_busy_ = r.busy(); // the pass is counted once, by send_held
+        return r.busy();
+    }
+    count_pass(r);
+    return r.busy();
+}
+
+void worker::count_pass(const io::poll_result& r) noexcept
+{
     if (r.timers) {
         ++ctr_.timer_calls;
     }
     if (r.busy()) {
         ++ctr_.busy_loops;
     }
-    held_busy_ = holding_ && r.busy();
-    return r.busy();
 }
 
 bool worker::send_held(uint64_t now_ns)
@@ -109,12 +117,12 @@ bool worker::send_held(uint64_t now_ns)
         take_later_acks(now_ns); // their frames go out with the next pass
         return polled;
     }
-    // The reply first, alone in its burst, then the ACKs for what the pass received.
-    size_t pulled = io::send_held(ep_, *this, now_ns, cfg_.tx_budget);
-    if (take_later_acks(now_ns)) {
-        pulled += io::send_held(ep_, *this, now_ns, cfg_.tx_budget); // what the ACKs opened
-    }
-    return polled || pulled != 0;
+    // The reply first, alone in its burst; then the ACKs that arrived (after_reply), the
+    // timers and the rest.
+    io::poll_result r = io::send_held(ep_, *this, now_ns, cfg_.tx_budget);
+    r.rx |= polled;
+    count_pass(r);
+    return r.busy();
 }
 
 // The ACKs a held pass set aside, taken in now that the program has answered.
@@ -141,11 +149,6 @@ bool worker::rx_burst(const io::deliver_to<endpoint>& deliver, uint64_t)
     }
     if (cfg_.inbox != nullptr) {
         busy |= rx_inbox(deliver);
-    }
-    if (later_n_ != 0 && ep_.next_timer() <= deliver.now_ns) {
-        // A timer is due (a probe or RTO of what those ACKs may settle): they go first,
-        // as in a pass that holds nothing, so nothing is resent that already arrived.
-        take_later_acks(deliver.now_ns);
     }
     return busy;
 }

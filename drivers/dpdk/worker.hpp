@@ -80,15 +80,15 @@ public:
     size_t planes() const noexcept { return cfg_.planes.size(); }
 
     // One run-to-completion iteration; true when it moved any packet or ran a timer.
-    // flush = false holds the pass open until send_held(): it receives and runs timers
-    // but builds nothing, the program takes its completions and posts in between, and
-    // its reply is built and leaves first (see send_held).
+    // flush = false holds the pass open until send_held(): it only receives (ACKs set
+    // aside), the program takes its completions and posts in between, and its reply is
+    // built and leaves first (see send_held).
     bool poll(uint64_t now_ns, bool flush = true);
     // Builds the program's reply (the first data packet) ahead of the ACKs the held pass
-    // owes and sends it in its own burst, then the ACKs and the rest; then takes in the
-    // ACKs that arrived in that pass (they waited, so the reply was not built behind
-    // them) and sends what they released. True when the whole held pass (poll and
-    // send_held) moved anything.
+    // owes and sends it in its own burst; then takes in the ACKs that arrived in that
+    // pass (they waited, so the reply was not built behind them), runs the timers (after
+    // those ACKs, so none fires for what they settle) and sends the rest. True when the
+    // whole held pass (poll and send_held) moved anything.
     bool send_held(uint64_t now_ns);
     // Sends whatever is still queued for the ports (at stop).
     void flush() noexcept;
@@ -133,6 +133,7 @@ public:
         }
     }
     void time_timers(uint64_t t0) noexcept { stages_.end(stage::timers, t0); }
+    bool after_reply(uint64_t now_ns) { return take_later_acks(now_ns); } // io::send_held
 
 private:
     void watch_planes();
@@ -143,6 +144,7 @@ private:
     bool rx_inbox(const io::deliver_to<endpoint>& deliver);
     void flush_plane(uint8_t plane) noexcept;
     bool take_later_acks(uint64_t now_ns);
+    void count_pass(const io::poll_result& r) noexcept;
     bool port_stalled(uint8_t plane, uint64_t now_ns) const noexcept;
     bool plane_backed_up(uint8_t plane, uint64_t now_ns) const noexcept;
     bool tx_must_stop(uint64_t now_ns) const noexcept;
@@ -163,7 +165,7 @@ private:
     std::array<tx_queue, k_max_planes> txq_;
 
     // A held pass (poll(now, false) .. send_held): the ACKs it received wait in later_
-    // (taken in by send_held, or at once when a timer is due or later_ is full).
+    // (taken in by send_held, or at once when later_ is full).
     struct later_ack {
         rte_mbuf* m;
         rx_meta meta;

@@ -149,6 +149,7 @@ TEST_CASE("a held pass's reply is built ahead of the ACK it owes, in a burst of 
     struct burst_io {
         std::vector<uint8_t> buf = std::vector<uint8_t>(16384);
         std::vector<std::vector<std::pair<wire::opcode, bool>>> bursts{{}};
+        bool tx_backlog(uint64_t) { return false; }
         std::span<uint8_t> tx_buffer(uint64_t) { return buf; }
         void tx_unused() {}
         io::tx_next tx_send(const tx_frame& f, uint64_t)
@@ -164,7 +165,7 @@ TEST_CASE("a held pass's reply is built ahead of the ACK it owes, in a burst of 
         }
     } bio;
     REQUIRE(h.b().acks_owed());
-    REQUIRE(io::send_held(h.b(), bio, h.now(), 32) == 2);
+    REQUIRE(io::send_held(h.b(), bio, h.now(), 32).pulled == 2);
     REQUIRE(bio.bursts.size() == 3); // two bursts, and the open one after them
     REQUIRE(bio.bursts[0].size() == 1);
     CHECK(bio.bursts[0][0] == std::pair{wire::opcode::write, true});
@@ -188,6 +189,7 @@ TEST_CASE("a held pass that owes no ACK sends its data in the one burst", "[ack]
         std::vector<uint8_t> buf = std::vector<uint8_t>(16384);
         std::vector<wire::opcode>& out;
         int& flushes;
+        bool tx_backlog(uint64_t) { return false; }
         std::span<uint8_t> tx_buffer(uint64_t) { return buf; }
         void tx_unused() {}
         io::tx_next tx_send(const tx_frame& f, uint64_t)
@@ -198,7 +200,7 @@ TEST_CASE("a held pass that owes no ACK sends its data in the one burst", "[ack]
         void tx_flush(uint64_t) { ++flushes; }
     } cio{.out = out, .flushes = flushes};
     // A bulk sender's pass (it received only ACKs) pays no extra burst.
-    REQUIRE(io::send_held(h.b(), cio, h.now(), 32) == 1);
+    REQUIRE(io::send_held(h.b(), cio, h.now(), 32).pulled == 1);
     CHECK(flushes == 1);
     CHECK(out == std::vector<wire::opcode>{wire::opcode::write});
 }
