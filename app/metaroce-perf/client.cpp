@@ -52,7 +52,7 @@ int session::run_client()
     h.rkey = wire::be32_t::from_host(data_mr_.rkey);
     h.a = wire::be64_t::from_host(share_.count);
     send_ctrl(h);
-    const ctrl_msg r = expect_ctrl(ctrl_type::region, "the server's hello reply");
+    const ctrl_msg r = expect_ctrl(ctrl_type::region, "the server's hello reply", true);
     check_peer_workers(r.a.host(), "server");
     remote_va_ = r.va.host();
     remote_rkey_ = r.rkey.host();

@@ -34,7 +34,7 @@ int session::run_server()
         share_.clients->fetch_add(1, std::memory_order_acq_rel);
     }
     wait([&] { return !conns_.empty(); }, "a client to connect");
-    const ctrl_msg h = expect_ctrl(ctrl_type::region, "the client's hello");
+    const ctrl_msg h = expect_ctrl(ctrl_type::region, "the client's hello", true);
     if (test_kind(h.test) != o_.test) {
         throw std::runtime_error(std::string("the client runs ") + test_name(test_kind(h.test)) +
                                  ", this server " + test_name(o_.test) +
@@ -45,7 +45,9 @@ int session::run_server()
     remote_va_ = h.va.host();
     remote_rkey_ = h.rkey.host();
     alloc_region(h.len.host());
-    wait([&] { return conns_.size() >= o_.qps; }, "all connections of the client");
+    // The client sends its hello once all its connections are up: they are all here.
+    keep_client_conns(o_.qps);
+    wait([&] { return conns_.size() >= o_.qps; }, "all connections of the client", true);
     ctrl_msg r = make_ctrl(ctrl_type::region);
     r.va = wire::be64_t::from_host(data_mr_.va);
     r.rkey = wire::be32_t::from_host(data_mr_.rkey);

@@ -17,7 +17,8 @@ using namespace engines;
 session::session(perf_io& io, const options& o, const run_info& info, const worker_share& share)
     : w_(io), ep_(io.ep()), o_(o), info_(info), share_(share)
 {
-    ctrl_buf_ = dpdk::eal_buffer("perf_ctrl", ctrl_channel::k_bytes, -1);
+    // The client's one channel, or the server's channels until the hello names its one.
+    ctrl_buf_ = dpdk::eal_buffer("perf_ctrl", ctrl_channel::k_bytes * (o_.client ? 1 : k_hello_channels), -1);
     auto mr = ep_.memory().register_region(ctrl_buf_.data(), ctrl_buf_.size(), access::local_write);
     if (!mr) {
         throw std::runtime_error("cannot register the control buffer");
@@ -101,7 +102,7 @@ void session::check_running()
     }
 }
 
-void session::wait(const std::function<bool()>& done, const char* what)
+void session::wait(const std::function<bool()>& done, const char* what, bool hard)
 {
     // --timeout bounds silence, not the wait: the server waits out a whole size (an
     // 8 MiB -a step takes long on a software link) while frames keep arriving.
@@ -110,7 +111,7 @@ void session::wait(const std::function<bool()>& done, const char* what)
     uint64_t frames = w_.rx_frames();
     while (!done()) {
         step();
-        if (const uint64_t f = w_.rx_frames(); f != frames) {
+        if (const uint64_t f = w_.rx_frames(); !hard && f != frames) {
             frames = f;
             deadline = now_ + span;
         }
@@ -131,12 +132,13 @@ void session::on_event(const conn_event& e)
 {
     switch (e.what) {
     case conn_event::kind::established:
-        if (e.incoming && (conns_.size() < o_.qps || o_.client)) {
+        if (e.incoming && !o_.client && !ctrl_bound_) {
+            conns_.push_back(e.conn); // which is the client's first is not known yet
+            remote_ip_ = e.peer;
+            open_hello_channel(e.conn);
+        } else if (e.incoming && (conns_.size() < o_.qps || o_.client)) {
             conns_.push_back(e.conn);
             remote_ip_ = e.peer;
-            if (conns_.size() == 1) {
-                open_ctrl();
-            }
         }
         ++established_;
         break;
@@ -144,6 +146,9 @@ void session::on_event(const conn_event& e)
     case conn_event::kind::error:
         if (o_.client && !connected_) {
             ++setup_failures_; // connect_all() tries again or says why
+        } else if (!o_.client && !ctrl_bound_) {
+            // Before the hello: a left-over of the client's earlier attempt expired.
+            std::erase(conns_, e.conn);
         } else if (fatal_.empty()) {
             fatal_ = "connection " + std::to_string(e.conn) + " to " + dpdk::format_ipv4(e.peer) +
                      " failed (the peer stopped answering or closed it)";
@@ -155,6 +160,9 @@ void session::on_event(const conn_event& e)
 void session::on_completion(const completion& c)
 {
     if (c.status != wc_status::success) {
+        if (std::find(conns_.begin(), conns_.end(), c.conn) == conns_.end()) {
+            return; // a connection we dropped (keep_client_conns): its receives are flushed
+        }
         if (fatal_.empty()) { // the first failure is the cause; the flushes follow from it
             fatal_ = "completion error on connection " + std::to_string(c.conn) + ": " +
                      std::string(to_string(c.status));
@@ -163,8 +171,25 @@ void session::on_completion(const completion& c)
     }
     const wr_kind kind = wr_tag::of(c.wr_id).kind;
     if (is_ctrl(kind)) {
+        ctrl_channel* ch = ctrl_bound_ && c.conn == ctrl_.conn() ? &ctrl_ : nullptr;
+        size_t hi = 0;
+        while (ch == nullptr && hi < hello_.size()) {
+            ch = hello_[hi].conn() == c.conn ? &hello_[hi] : nullptr;
+            hi += ch == nullptr;
+        }
+        if (ch == nullptr) {
+            fatal_ = "control completion on connection " + std::to_string(c.conn) + ", not the control one";
+            return;
+        }
         ctrl_msg m;
-        const auto got = ctrl_.on_completion(c, m);
+        const auto got = ch->on_completion(c, m);
+        if (got == ctrl_channel::got::message && ch != &ctrl_) {
+            if (ctrl_bound_) {
+                fatal_ = "control message on connection " + std::to_string(c.conn) + ", not the control one";
+                return;
+            }
+            bind_ctrl(hi);
+        }
         if (got == ctrl_channel::got::message) {
             ctrl_in_.push_back(m);
         } else if (got == ctrl_channel::got::malformed) {
@@ -180,8 +205,41 @@ void session::on_completion(const completion& c)
 void session::open_ctrl()
 {
     ctrl_ = ctrl_channel(ep_, conns_[0], ctrl_buf_.data(), ctrl_mr_.va, ctrl_mr_.lkey);
+    ctrl_bound_ = true;
     if (const post_result r = ctrl_.open(); r != post_result::ok) {
         fatal_ = std::string("post_recv (control): ") + std::string(to_string(r));
+    }
+}
+
+void session::open_hello_channel(conn_id c)
+{
+    if (hello_.size() == k_hello_channels) {
+        return; // more connections than a client opens: the hello comes on an earlier one
+    }
+    const uint64_t off = hello_.size() * ctrl_channel::k_bytes;
+    hello_.emplace_back(ep_, c, ctrl_buf_.data() + off, ctrl_mr_.va + off, ctrl_mr_.lkey);
+    if (const post_result r = hello_.back().open(); r != post_result::ok && fatal_.empty()) {
+        fatal_ = std::string("post_recv (control): ") + std::string(to_string(r));
+    }
+}
+
+void session::bind_ctrl(size_t hello_index)
+{
+    ctrl_ = hello_[hello_index];
+    ctrl_bound_ = true;
+    const auto it = std::find(conns_.begin(), conns_.end(), ctrl_.conn());
+    if (it != conns_.end()) {
+        std::rotate(conns_.begin(), it, it + 1); // the control connection first, the rest in order
+    }
+}
+
+void session::keep_client_conns(uint32_t qps)
+{
+    // Left-overs of an earlier attempt were established before this attempt's: the
+    // newest qps - 1 besides the control connection are the client's.
+    while (conns_.size() > std::max<uint32_t>(qps, 1)) {
+        ep_.close(conns_[1], clk_.now_ns());
+        conns_.erase(conns_.begin() + 1);
     }
 }
 
@@ -194,17 +252,17 @@ void session::send_ctrl(const ctrl_msg& m)
     }
 }
 
-ctrl_msg session::wait_ctrl(const char* what)
+ctrl_msg session::wait_ctrl(const char* what, bool hard)
 {
-    wait([&] { return !ctrl_in_.empty(); }, what);
+    wait([&] { return !ctrl_in_.empty(); }, what, hard);
     ctrl_msg m = ctrl_in_.front();
     ctrl_in_.pop_front();
     return m;
 }
 
-ctrl_msg session::expect_ctrl(ctrl_type t, const char* what)
+ctrl_msg session::expect_ctrl(ctrl_type t, const char* what, bool hard)
 {
-    const ctrl_msg m = wait_ctrl(what);
+    const ctrl_msg m = wait_ctrl(what, hard);
     if (m.type != t) {
         throw std::runtime_error(std::string("protocol: unexpected message while waiting for ") + what);
     }

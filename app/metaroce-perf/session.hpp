@@ -35,15 +35,27 @@ public:
 private:
     // session.cpp
     void step();
-    // Steps until done(); throws on a failure, an interrupt or after --timeout.
-    void wait(const std::function<bool()>& done, const char* what);
+    // Steps until done(); throws on a failure, an interrupt or after --timeout: of
+    // silence (no frame received) by default, since a size's data keeps frames coming;
+    // of the whole wait with hard = true, for set-up steps that frames do not advance
+    // (keepalives or a refused message's retries would otherwise keep it alive).
+    void wait(const std::function<bool()>& done, const char* what, bool hard = false);
     void check_running();
     void on_event(const conn_event& e);
     void on_completion(const completion& c);
     void open_ctrl();
+    // Server, before the client's hello: every incoming connection gets a control channel,
+    // and the one the hello arrives on becomes the control connection (conns_[0]). The
+    // two sides' connections need not be established in the same order (a set-up retry,
+    // a slow server), and the client speaks on its first.
+    void open_hello_channel(conn_id c);
+    void bind_ctrl(size_t hello_index);
+    // Server, after the hello: the client's qps connections, the control one first;
+    // connections left over from an earlier set-up attempt of the client are closed.
+    void keep_client_conns(uint32_t qps);
     void send_ctrl(const engines::ctrl_msg& m);
-    engines::ctrl_msg wait_ctrl(const char* what);
-    engines::ctrl_msg expect_ctrl(engines::ctrl_type t, const char* what);
+    engines::ctrl_msg wait_ctrl(const char* what, bool hard = false);
+    engines::ctrl_msg expect_ctrl(engines::ctrl_type t, const char* what, bool hard = false);
     void alloc_region(uint64_t len);
     engines::engine_setup area() const;
     void start_engine(engines::role r, const engines::engine_setup& s);
@@ -77,6 +89,9 @@ private:
     dpdk::eal_buffer ctrl_buf_;
     memory_region ctrl_mr_{};
     engines::ctrl_channel ctrl_;
+    bool ctrl_bound_ = false;                     // ctrl_ is the control connection's
+    static constexpr uint32_t k_hello_channels = 64; // connections heard before the hello
+    std::vector<engines::ctrl_channel> hello_;    // server: one per connection until then
     std::deque<engines::ctrl_msg> ctrl_in_;
     dpdk::eal_buffer data_;
     memory_region data_mr_{};
