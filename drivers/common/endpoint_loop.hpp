@@ -58,7 +58,7 @@ enum class tx_stop : uint8_t {
 
 struct pull_result {
     size_t pulled = 0; // packets poll_tx() built (including ones the I/O then dropped)
-    size_t data = 0;   // of which data packets
+    size_t data = 0;   // of which data packets (counted for a data_first pull)
     tx_stop why = tx_stop::core_idle;
 };
 
@@ -127,7 +127,7 @@ inline pull_result pull_tx(Engine& ep, Io& io, uint64_t now_ns, size_t budget = 
             io.time_built(f, t0);
         }
         ++r.pulled;
-        r.data += f.data;
+        r.data += data_first && f.is_data(); // only the held pass's first pull asks
         if (io.tx_send(f, now_ns) == tx_next::stop) {
             r.why = tx_stop::io_full;
             return r;

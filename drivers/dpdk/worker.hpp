@@ -126,8 +126,7 @@ public:
     void time_built(const tx_frame& f, uint64_t t0) noexcept
     {
         if constexpr (k_stage_timing) {
-            // BTH byte 1 is the opcode: 0x10 and up are ACK, NAK and control (wire/headers.hpp).
-            stages_.end(f.len > 1 && f.buf[1] >= 0x10 ? stage::ack_build : stage::data_build, t0);
+            stages_.end(f.is_data() ? stage::data_build : stage::ack_build, t0);
         } else {
             (void)f, (void)t0;
         }

@@ -3,6 +3,7 @@
 // endpoint::poll_tx and produce, the send dispatch: most packets out are new data, and
 // here produce_new is inlined into it.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "endpoint_impl.hpp"
@@ -642,6 +643,10 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c
 
 // Every packet out. Here, with produce and produce_new, so sending new data (most
 // packets) is one function.
+// tx_frame::is_data reads the opcode without the wire headers.
+static_assert(offsetof(wire::bth, op) == 1 && uint8_t(wire::opcode::ack) == tx_frame::k_first_ctrl_opcode &&
+              wire::opcode::read_resp < wire::opcode::ack);
+
 bool endpoint::poll_tx(uint64_t now, tx_frame& f)
 {
     impl& e = *impl_;
@@ -650,7 +655,6 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
     f.len = 0;
     f.payload_refs = 0;
     f.payload_len = 0;
-    f.data = false;
     if (!e.replies.empty() && e.produce_reply(now, f)) {
         ++e.stats.tx_packets;
         e.stats.tx_bytes += f.len;
@@ -683,7 +687,6 @@ bool endpoint::poll_tx(uint64_t now, tx_frame& f)
         e.recompute_timer(*c, now); // sending arms RTOs; being paced arms the pacing wake-up
         if (sent) {
             e.mark_ready(*c); // round robin: come back for more after the others
-            f.data = f.buf[1] < uint8_t(wire::opcode::ack); // BTH opcode: below ACK are data
             ++e.stats.tx_packets;
             e.stats.tx_bytes += f.wire_len();
             return true;

@@ -154,7 +154,7 @@ TEST_CASE("a held pass's reply is built ahead of the ACK it owes, in a burst of 
         void tx_unused() {}
         io::tx_next tx_send(const tx_frame& f, uint64_t)
         {
-            bursts.back().emplace_back(wire::parse({f.buf.data(), f.len}).pkt.op, f.data);
+            bursts.back().emplace_back(wire::parse({f.buf.data(), f.len}).pkt.op, f.is_data());
             return io::tx_next::more;
         }
         void tx_flush(uint64_t)

@@ -45,11 +45,14 @@ struct tx_frame {
     // room (spec 5.3); 0 = no such word from the driver.
     uint32_t busy_planes = 0;
     // Set by the driver: build data ahead of the ACKs waiting (spec 5.4, the held pass's
-    // reply). Set by the core: the frame built is a data packet, not an ACK or control.
+    // reply).
     bool data_first = false;
-    bool data = false;
 
     size_t wire_len() const noexcept { return len + payload_len; } // UDP payload bytes
+    // A data packet, not an ACK, NAK or control: BTH byte 1 is the opcode, and data
+    // opcodes sit below ACK's 0x10 (wire/headers.hpp checks it).
+    bool is_data() const noexcept { return len > 1 && buf[1] < k_first_ctrl_opcode; }
+    static constexpr uint8_t k_first_ctrl_opcode = 0x10;
 };
 
 } // namespace metaroce
