@@ -171,11 +171,14 @@ void session::on_completion(const completion& c)
     }
     const wr_kind kind = wr_tag::of(c.wr_id).kind;
     if (is_ctrl(kind)) {
+        // The control connection's channel, or (server, until the hello) one per connection.
         ctrl_channel* ch = ctrl_bound_ && c.conn == ctrl_.conn() ? &ctrl_ : nullptr;
         size_t hi = 0;
-        while (ch == nullptr && hi < hello_.size()) {
-            ch = hello_[hi].conn() == c.conn ? &hello_[hi] : nullptr;
-            hi += ch == nullptr;
+        for (; ch == nullptr && hi < hello_.size(); ++hi) {
+            if (hello_[hi].conn() == c.conn) {
+                ch = &hello_[hi];
+                break;
+            }
         }
         if (ch == nullptr) {
             fatal_ = "control completion on connection " + std::to_string(c.conn) + ", not the control one";

@@ -18,6 +18,8 @@
 //   void tx_flush(uint64_t now)                  send what was queued by tx_send()
 // optionally:
 //   void before_tx(uint64_t now)                 runs between timers and the pull
+//   bool after_reply(uint64_t now)               send_held(): runs after the reply left,
+//                                                before the timers; true if it did work
 //   bool tx_zero_copy()                          true: the I/O takes data payloads by
 //                                                reference (tx_frame::payload)
 //   uint64_t time_begin(), time_built(f, t0), time_timers(t0)
