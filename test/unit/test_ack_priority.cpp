@@ -40,6 +40,29 @@ bool pull_one(endpoint& e, uint32_t src_addr, uint64_t now, pulled& out)
     return got;
 }
 
+// The I/O of a driver for io::send_held: each frame's opcode and whether the core called
+// it data, in bursts, each tx_flush() closing one (flushes counted).
+struct burst_io {
+    std::vector<uint8_t> buf = std::vector<uint8_t>(16384);
+    std::vector<std::vector<std::pair<wire::opcode, bool>>> bursts{{}};
+    int flushes = 0;
+    bool tx_backlog(uint64_t) { return false; }
+    std::span<uint8_t> tx_buffer(uint64_t) { return buf; }
+    void tx_unused() {}
+    io::tx_next tx_send(const tx_frame& f, uint64_t)
+    {
+        bursts.back().emplace_back(wire::parse({f.buf.data(), f.len}).pkt.op, f.is_data());
+        return io::tx_next::more;
+    }
+    void tx_flush(uint64_t)
+    {
+        ++flushes;
+        if (!bursts.back().empty()) {
+            bursts.emplace_back();
+        }
+    }
+};
+
 // A connects to B once; B connects to A `n` times (B's own sends).
 struct two_way {
     std::unique_ptr<pair_harness> h;
@@ -128,81 +151,43 @@ TEST_CASE("ACKs go first but do not silence the node's data", "[ack][timers]")
     }
 }
 
-TEST_CASE("a held pass's reply is built ahead of the ACK it owes, in a burst of its own", "[ack][held]")
+TEST_CASE("a held pass's reply goes ahead of the ACK it owes, in a burst of its own", "[ack][held]")
 {
     transport_config t;
     t.paths = 1;
     two_way x(t, 1);
     pair_harness& h = *x.h;
-    // A's one-packet WRITE asks for an ACK: B owes it when its program answers.
     buffer asrc(h.a(), 1024, k_all_access, 5);
     buffer bdst(h.b(), 1024, k_all_access);
-    REQUIRE(h.a().post_send(x.ab, make_wr(wr_opcode::write, asrc, bdst, 1), h.now()) == post_result::ok);
-    pulled d;
-    REQUIRE(pull_one(h.a(), pair_harness::k_addr_a, h.now(), d));
-    h.b().on_packet(d.meta, d.bytes, h.now());
-    // The answer, posted inside the held pass.
     buffer bsrc(h.b(), 1024, k_all_access, 3);
     buffer adst(h.a(), 1024, k_all_access);
-    REQUIRE(h.b().post_send(x.ba[0], make_wr(wr_opcode::write, bsrc, adst, 2), h.now()) == post_result::ok);
-    // The I/O of a driver: frames in bursts, each tx_flush() closing one.
-    struct burst_io {
-        std::vector<uint8_t> buf = std::vector<uint8_t>(16384);
-        std::vector<std::vector<std::pair<wire::opcode, bool>>> bursts{{}};
-        bool tx_backlog(uint64_t) { return false; }
-        std::span<uint8_t> tx_buffer(uint64_t) { return buf; }
-        void tx_unused() {}
-        io::tx_next tx_send(const tx_frame& f, uint64_t)
-        {
-            bursts.back().emplace_back(wire::parse({f.buf.data(), f.len}).pkt.op, f.is_data());
-            return io::tx_next::more;
-        }
-        void tx_flush(uint64_t)
-        {
-            if (!bursts.back().empty()) {
-                bursts.emplace_back();
-            }
-        }
-    } bio;
-    REQUIRE(h.b().acks_owed());
-    REQUIRE(io::send_held(h.b(), bio, h.now(), 32).pulled == 2);
-    REQUIRE(bio.bursts.size() == 3); // two bursts, and the open one after them
-    REQUIRE(bio.bursts[0].size() == 1);
-    CHECK(bio.bursts[0][0] == std::pair{wire::opcode::write, true});
-    REQUIRE(bio.bursts[1].size() == 1);
-    CHECK(bio.bursts[1][0] == std::pair{wire::opcode::ack, false});
-}
-
-TEST_CASE("a held pass that owes no ACK sends its data in the one burst", "[ack][held]")
-{
-    transport_config t;
-    t.paths = 1;
-    two_way x(t, 1);
-    pair_harness& h = *x.h;
-    buffer bsrc(h.b(), 1024, k_all_access, 3);
-    buffer adst(h.a(), 1024, k_all_access);
-    REQUIRE(h.b().post_send(x.ba[0], make_wr(wr_opcode::write, bsrc, adst, 2), h.now()) == post_result::ok);
-    REQUIRE_FALSE(h.b().acks_owed());
-    std::vector<wire::opcode> out;
-    int flushes = 0;
-    struct counting_io {
-        std::vector<uint8_t> buf = std::vector<uint8_t>(16384);
-        std::vector<wire::opcode>& out;
-        int& flushes;
-        bool tx_backlog(uint64_t) { return false; }
-        std::span<uint8_t> tx_buffer(uint64_t) { return buf; }
-        void tx_unused() {}
-        io::tx_next tx_send(const tx_frame& f, uint64_t)
-        {
-            out.push_back(wire::parse({f.buf.data(), f.len}).pkt.op);
-            return io::tx_next::more;
-        }
-        void tx_flush(uint64_t) { ++flushes; }
-    } cio{.out = out, .flushes = flushes};
-    // A bulk sender's pass (it received only ACKs) pays no extra burst.
-    REQUIRE(io::send_held(h.b(), cio, h.now(), 32).pulled == 1);
-    CHECK(flushes == 1);
-    CHECK(out == std::vector<wire::opcode>{wire::opcode::write});
+    burst_io bio;
+    SECTION("an ACK is owed: the reply, then the ACK, two bursts")
+    {
+        // A's one-packet WRITE asks for an ACK; B's answer is posted inside the held pass.
+        REQUIRE(h.a().post_send(x.ab, make_wr(wr_opcode::write, asrc, bdst, 1), h.now()) == post_result::ok);
+        pulled d;
+        REQUIRE(pull_one(h.a(), pair_harness::k_addr_a, h.now(), d));
+        h.b().on_packet(d.meta, d.bytes, h.now());
+        REQUIRE(h.b().post_send(x.ba[0], make_wr(wr_opcode::write, bsrc, adst, 2), h.now()) == post_result::ok);
+        REQUIRE(h.b().acks_owed());
+        REQUIRE(io::send_held(h.b(), bio, h.now(), 32).pulled == 2);
+        REQUIRE(bio.bursts.size() == 3); // two bursts, and the open one after them
+        REQUIRE(bio.bursts[0].size() == 1);
+        CHECK(bio.bursts[0][0] == std::pair{wire::opcode::write, true});
+        REQUIRE(bio.bursts[1].size() == 1);
+        CHECK(bio.bursts[1][0] == std::pair{wire::opcode::ack, false});
+    }
+    SECTION("no ACK owed (a bulk sender taking ACKs in): one burst, no extra flush")
+    {
+        REQUIRE(h.b().post_send(x.ba[0], make_wr(wr_opcode::write, bsrc, adst, 2), h.now()) == post_result::ok);
+        REQUIRE_FALSE(h.b().acks_owed());
+        REQUIRE(io::send_held(h.b(), bio, h.now(), 32).pulled == 1);
+        CHECK(bio.flushes == 1);
+        REQUIRE(bio.bursts.size() == 2); // one burst, and the open one after it
+        REQUIRE(bio.bursts[0].size() == 1);
+        CHECK(bio.bursts[0][0] == std::pair{wire::opcode::write, true});
+    }
 }
 
 TEST_CASE("both nodes busy through a one-packet NIC: nothing lost, no tail probe, RTO or reroute",
