@@ -19,10 +19,10 @@ public:
     // One pass: receive, timers, transmit. now_ns on the session's clock.
     virtual void poll(uint64_t now_ns) = 0;
     // The same pass split around the session's step (completions taken, replies posted):
-    // poll_held receives and runs timers but builds nothing and holds the ACKs it
-    // received; send_held builds and sends the reply ahead of the ACKs owed and then
-    // takes the ACKs in (dpdk::worker::send_held), so a ping-pong's echo waits on no
-    // ACK. I/Os without a burst of their own just poll.
+    // poll_held only receives (it builds nothing and holds the ACKs it received);
+    // send_held builds and sends the reply ahead of the ACKs owed, then takes the ACKs
+    // in and runs the timers (dpdk::worker::send_held), so a ping-pong's echo waits on
+    // no ACK. I/Os without a burst of their own just poll.
     virtual void poll_held(uint64_t now_ns) { poll(now_ns); }
     virtual void send_held(uint64_t) {}
     // Sends what is still queued (the last ACKs and CLOSEs) before the process exits.

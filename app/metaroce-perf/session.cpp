@@ -132,13 +132,13 @@ void session::on_event(const conn_event& e)
 {
     switch (e.what) {
     case conn_event::kind::established:
-        if (e.incoming && !o_.client && !ctrl_bound_) {
-            conns_.push_back(e.conn); // which is the client's first is not known yet
-            remote_ip_ = e.peer;
-            open_hello_channel(e.conn);
-        } else if (e.incoming && (conns_.size() < o_.qps || o_.client)) {
+        // A server takes every connection until the hello says how many are the client's.
+        if (e.incoming && (o_.client || !ctrl_bound_ || conns_.size() < o_.qps)) {
             conns_.push_back(e.conn);
             remote_ip_ = e.peer;
+            if (!o_.client && !ctrl_bound_) {
+                open_hello_channel(e.conn); // which is the client's first is not known yet
+            }
         }
         ++established_;
         break;

@@ -641,12 +641,12 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce(connection& c
             produce_copy(c, now, f));
 }
 
-// Every packet out. Here, with produce and produce_new, so sending new data (most
-// packets) is one function.
 // tx_frame::is_data reads the opcode without the wire headers.
 static_assert(offsetof(wire::bth, op) == 1 && uint8_t(wire::opcode::ack) == tx_frame::k_first_ctrl_opcode &&
               wire::opcode::read_resp < wire::opcode::ack);
 
+// Every packet out. Here, with produce and produce_new, so sending new data (most
+// packets) is one function.
 bool endpoint::poll_tx(uint64_t now, tx_frame& f)
 {
     impl& e = *impl_;
