@@ -161,6 +161,8 @@ void on_bind(vcontext& c, conn_id id, const uint8_t* p, uint32_t len, uint64_t n
             return;
         }
     }
+    logf(c, "BIND of QP %u to QP %u (conn %08x) kept until that QP attaches", m.src_qpn,
+         m.dst_qpn, id);
     c.early_binds.push_back(m);
 }
 

@@ -123,7 +123,10 @@ void logf(const vcontext& c, const char* fmt, ...)
     va_start(ap, fmt);
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    std::fprintf(stderr, "metaroce[%s]: %s\n", format_ipv4(c.addr).c_str(), buf);
+    // CLOCK_MONOTONIC seconds: the logs of two processes on one host interleave by it.
+    const uint64_t t = now_ns();
+    std::fprintf(stderr, "metaroce[%s] %llu.%06llu: %s\n", format_ipv4(c.addr).c_str(),
+                 (unsigned long long)(t / 1'000'000'000), (unsigned long long)(t % 1'000'000'000 / 1000), buf);
 }
 
 vcontext* ctx_of(ibv_context* ctx) noexcept

@@ -14,6 +14,8 @@ shift
 client=("${server[@]}" "$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+# Both nodes log (connections, bindings, closing counters): a failure shows its cause.
+export METAROCE_LOG=${METAROCE_LOG:-1}
 METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
 spid=$!
 # The client connects once: wait until the server listens on its -p port (a loaded
