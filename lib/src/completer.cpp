@@ -329,6 +329,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     // nothing out and nothing to send, every settled path's goes.
     if (!new_data_ready(c)) {
         if (c.inflight == 0) {
+            park(c, p);
             park_all(c);
         } else {
             park(c, p);

@@ -640,6 +640,7 @@ struct connection {
     uint16_t streams_n = 0;
     uint16_t max_msgs = 0;            // peer-agreed window of outstanding messages
     uint8_t planes = 1;
+    uint16_t blk_held = 0;            // paths holding a flight block (park_all stops at 0)
     uint32_t win_room = 1;            // window_room(effective_cwnd(cc)), by refresh_windows
 
     std::vector<path_tx> ptx;

@@ -357,6 +357,7 @@ inline detail::pkt_record& endpoint::impl::claim_next(connection& c, detail::pat
         // A settled path sends: it takes its block (has_record_room saw one free) and
         // starts it from the summary it kept.
         p.blk = flights.take();
+        ++c.blk_held;
         detail::path_flight& f = c.fl(p);
         f.highest_sacked_xmit = p.xmit_counter; // nothing sent after this was SACKed
         f.retx_from = f.also_cum = p.una;
@@ -528,12 +529,19 @@ inline void endpoint::impl::drop_block(connection& c, detail::path_tx& p) noexce
     c.settled_retx += f.retransmits;
     flights.give(p.blk);
     p.blk = flights.sentinel();
+    --c.blk_held;
 }
 
 inline void endpoint::impl::park_all(connection& c) noexcept
 {
-    for (detail::path_tx& p : c.ptx) {
-        park(c, p);
+    // Most calls find one path or none holding a block (a ping-pong's ACK parks its own
+    // path first): no walk over every path then.
+    for (uint32_t i = 0, held = c.blk_held; held != 0 && i < c.ptx.size(); ++i) {
+        detail::path_tx& p = c.ptx[i];
+        if (p.blk != flights.sentinel()) {
+            --held;
+            park(c, p);
+        }
     }
 }
 
