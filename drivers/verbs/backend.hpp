@@ -72,6 +72,11 @@ inline transport_config verbs_transport(const settings& st, transport_config t)
     // (timeout 14, retry_cnt 7: 4.096 us * 2^14 * 8) gives its peer, not the core's
     // fabric default of 100 ms: a process-based peer on a busy host can pause longer.
     t.fail_silence_ns = 537'000'000;
+    // Connecting waits as long: CONNECT is resent 3 times at connect_retry_ns (200 us),
+    // then at double the wait up to 64x (12.8 ms): 50 resends span about 0.55 s, not
+    // the core default's 0.17 s, which a peer process stopped on a loaded host outlasts
+    // (its QPs would fail before their own budget ran out).
+    t.connect_retries = 50;
     if (st.min_rto_us != 0) {
         t.min_rto_ns = uint64_t(st.min_rto_us) * 1000;
         t.max_rto_ns = std::max(t.max_rto_ns, t.min_rto_ns); // a floor raises the ceiling

@@ -171,7 +171,7 @@ void on_bind(vcontext& c, conn_id id, const uint8_t* p, uint32_t len, uint64_t n
 void qp_connect(vcontext& c, vqp& q, uint64_t now)
 {
     q.waiting = true;
-    q.wait_since_ns = now;
+    restart_wait(q, now);
     if (wants_outgoing(c, q) && c.out_conn.find(q.peer) == c.out_conn.end()) {
         const conn_id id = c.node->ep().connect(q.peer, now);
         if (id == k_no_conn) {
@@ -312,15 +312,28 @@ void check_waiting(vcontext& c, uint64_t now)
             continue;
         }
         // Sends wait for a connection or a BIND: after the QP's own transport budget
-        // (timeout * (retry_cnt + 1), as an RC requester would retry) they fail.
-        const uint64_t t = uint64_t(4096) << q.attr.timeout;
-        const uint64_t budget = std::max<uint64_t>(t * (uint64_t(q.attr.retry_cnt) + 1), 100'000'000);
-        if (now - q.wait_since_ns > budget) {
-            logf(c, "QP %u: peer %s QP %u did not answer in %llu ms", qpn,
-                 format_ipv4(q.peer).c_str(), q.dest_qpn, (unsigned long long)(budget / 1'000'000));
-            q.waiting = false;
-            qp_error(c, q, IBV_WC_RETRY_EXC_ERR, true);
+        // (timeout * (retry_cnt + 1), at least 100 ms) they fail. The budget is counted
+        // in periods of the timeout, as an RC requester counts its retries, not as
+        // elapsed time: a process (or VM) that was not scheduled for a while counts one
+        // period for the stop, however long, and the peer gets the rest to answer.
+        const uint64_t retries = uint64_t(q.attr.retry_cnt) + 1;
+        const uint64_t t = std::max<uint64_t>(uint64_t(4096) << q.attr.timeout, 100'000'000 / retries);
+        if (q.wait_next_ns == 0) {
+            q.wait_next_ns = q.wait_since_ns + t;
         }
+        if (now < q.wait_next_ns) {
+            continue;
+        }
+        q.wait_next_ns = now + t;
+        if (++q.wait_periods < retries) {
+            continue;
+        }
+        logf(c, "QP %u: peer %s QP %u did not answer in %llu ms (%u periods of %llu ms)", qpn,
+             format_ipv4(q.peer).c_str(), q.dest_qpn,
+             (unsigned long long)((now - q.wait_since_ns) / 1'000'000), unsigned(q.wait_periods),
+             (unsigned long long)(t / 1'000'000));
+        q.waiting = false;
+        qp_error(c, q, IBV_WC_RETRY_EXC_ERR, true);
     }
     while (!c.early_binds.empty() && now - c.early_binds.front().at_ns > k_early_bind_ttl_ns) {
         c.early_binds.erase(c.early_binds.begin());

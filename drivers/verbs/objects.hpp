@@ -100,7 +100,9 @@ struct vqp {
     uint16_t rx_stream = 0;    // where the peer's traffic for us arrives (we chose it)
     uint16_t tx_stream = 0;    // where we send (the peer chose it); 0: not yet bound
     bool waiting = false;      // in RTR/RTS, not attached to a connection yet
-    uint64_t wait_since_ns = 0;
+    uint64_t wait_since_ns = 0;  // the unbound wait's start (its first period ends a period later)
+    uint64_t wait_next_ns = 0;   // end of the current wait period (0: from wait_since_ns)
+    uint8_t wait_periods = 0;    // periods of the wait ended so far (check_waiting)
     bool clean_stream = true;  // no receives left with the core on rx_stream
 
     seq_ring sq;
@@ -118,6 +120,15 @@ struct vqp {
     uint64_t build = 0;
     int build_err = 0;
 };
+
+// The unbound wait starts again at `now` (RTR, or a send posted to an idle unbound QP):
+// check_waiting gives it the QP's whole budget from there.
+inline void restart_wait(vqp& q, uint64_t now) noexcept
+{
+    q.wait_since_ns = std::max(q.wait_since_ns, now);
+    q.wait_next_ns = 0;
+    q.wait_periods = 0;
+}
 
 struct vsrq {
     ibv_srq srq{};

@@ -32,7 +32,7 @@ void queued(vcontext& c, vqp& q, uint64_t now)
         return;
     }
     if (q.tx_stream == 0 && q.sq.tail == q.sq.sub + 1) {
-        q.wait_since_ns = std::max(q.wait_since_ns, now);
+        restart_wait(q, now);
     }
 }
 
@@ -207,7 +207,7 @@ int wr_complete(ibv_qp_ex* x)
         if (q.ex.qp_base.state == IBV_QPS_ERR) {
             flush_now(c, q);
         } else if (was_idle && q.tx_stream == 0) {
-            q.wait_since_ns = std::max(q.wait_since_ns, now);
+            restart_wait(q, now);
         }
         submit(c, q, now);
     }

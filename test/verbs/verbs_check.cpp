@@ -13,12 +13,17 @@
 //   footprint  heap bytes per connection and per further QP (printed; flat checked)
 //   deadpeer   a QP whose peer never answers: its send completes with
 //              IBV_WC_RETRY_EXC_ERR, the QP is in the error state, QP_FATAL is raised
+//   stall      the whole process stopped (SIGSTOP) for longer than a waiting QP's
+//              budget: once it runs again, the peer QP binds and the WRITE lands
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <malloc.h>
 
@@ -667,6 +672,45 @@ int mode_deadpeer(const char* peer_addr)
     return failures;
 }
 
+// A busy host or hypervisor can stop a process for longer than a QP's retry budget.
+// An RC requester counts retries, so such a stop costs it one: here a send waits for
+// its peer QP's binding while the process is stopped for 1 s (4 periods of 67 ms
+// allowed), and the peer QP binds 20 ms after the process runs again.
+int mode_stall()
+{
+    ibv_context* ctx = open_metaroce();
+    side a = make_side(ctx, 1 << 12);
+    side b = make_side(ctx, 1 << 12);
+    to_init(a.qp);
+    to_init(b.qp);
+    REQUIRE(to_rtr(a.qp, gid_of(ctx), b.qp->qp_num) == 0);
+    to_rts(a.qp, 14, 3);
+    fill(a.buf, 0, 512, 9);
+    REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, {sg(a, 0, 512)}, 1, IBV_SEND_SIGNALED,
+                      reinterpret_cast<uintptr_t>(b.buf.data()) + 1024, b.mr->rkey) == 0);
+    const pid_t self = getpid();
+    const pid_t waker = fork();
+    REQUIRE(waker >= 0);
+    if (waker == 0) {
+        usleep(1'000'000);
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    raise(SIGSTOP);
+    REQUIRE(waitpid(waker, nullptr, 0) == waker);
+    usleep(20'000);
+    REQUIRE(to_rtr(b.qp, gid_of(ctx), a.qp->qp_num) == 0);
+    to_rts(b.qp);
+    const ibv_wc wc = wait_wc(a.cq);
+    std::printf("stall: after the stop the WRITE completed with %s\n", ibv_wc_status_str(wc.status));
+    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+    CHECK(same(a.buf.data(), b.buf.data() + 1024, 512));
+    close_side(a);
+    close_side(b);
+    CHECK(ibv_close_device(ctx) == 0);
+    return failures;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -687,8 +731,10 @@ int main(int argc, char** argv)
         r = mode_modify();
     } else if (mode == "deadpeer" && argc > 2) {
         r = mode_deadpeer(argv[2]);
+    } else if (mode == "stall") {
+        r = mode_stall();
     } else {
-        std::fprintf(stderr, "usage: verbs_check loopback|shared|footprint|extended|channel|modify|deadpeer ADDR\n");
+        std::fprintf(stderr, "usage: verbs_check loopback|shared|footprint|extended|channel|modify|stall|deadpeer ADDR\n");
         return 2;
     }
     std::printf("%s: %s\n", mode.c_str(), r == 0 ? "ok" : "FAILED");
