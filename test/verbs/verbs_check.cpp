@@ -15,6 +15,8 @@
 //              IBV_WC_RETRY_EXC_ERR, the QP is in the error state, QP_FATAL is raised
 //   stall      the whole process stopped (SIGSTOP) for longer than a waiting QP's
 //              budget: once it runs again, the peer QP binds and the WRITE lands
+//   latepeer   the peer node opens 350 ms after a QP's SEND was posted: connecting
+//              outlasts that (the QP's budget is ~0.5 s) and the SEND lands
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -711,6 +713,51 @@ int mode_stall()
     return failures;
 }
 
+// A peer whose node is not up yet (a process that starts late or was stopped) is
+// connected to for as long as a QP's budget, not given up on after the core's default.
+int mode_latepeer()
+{
+    const char* base = std::getenv("VERBS_CHECK_NET");
+    const std::string net = base != nullptr ? base : "127.9.38";
+    setenv("METAROCE_ADDR", (net + ".1").c_str(), 1);
+    ibv_context* c1 = open_metaroce();
+    side a = make_side(c1, 1 << 12);
+    ibv_gid g{};
+    g.raw[10] = 0xff;
+    g.raw[11] = 0xff;
+    in_addr ia{};
+    REQUIRE(inet_pton(AF_INET, (net + ".2").c_str(), &ia) == 1);
+    std::memcpy(&g.raw[12], &ia.s_addr, 4);
+    // The peer's first QP gets the number every node gives its first QP (the same as ours).
+    to_init(a.qp);
+    REQUIRE(to_rtr(a.qp, g, a.qp->qp_num) == 0);
+    to_rts(a.qp);
+    fill(a.buf, 0, 300, 3);
+    REQUIRE(post_send(a, IBV_WR_SEND, {sg(a, 0, 300)}, 1, IBV_SEND_SIGNALED) == 0);
+    usleep(350'000);
+    setenv("METAROCE_ADDR", (net + ".2").c_str(), 1);
+    ibv_context* c2 = open_metaroce();
+    side b = make_side(c2, 1 << 12);
+    REQUIRE(b.qp->qp_num == a.qp->qp_num);
+    to_init(b.qp);
+    REQUIRE(post_recv(b, {sg(b, 1000, 300)}, 2) == 0);
+    REQUIRE(to_rtr(b.qp, gid_of(c1), a.qp->qp_num) == 0);
+    to_rts(b.qp);
+    const ibv_wc wa = wait_wc(a.cq);
+    std::printf("latepeer: the SEND completed with %s\n", ibv_wc_status_str(wa.status));
+    CHECK(wa.status == IBV_WC_SUCCESS && wa.wr_id == 1);
+    if (wa.status == IBV_WC_SUCCESS) {
+        const ibv_wc wb = wait_wc(b.cq);
+        CHECK(wb.status == IBV_WC_SUCCESS && wb.wr_id == 2 && wb.byte_len == 300);
+        CHECK(same(a.buf.data(), b.buf.data() + 1000, 300));
+    }
+    close_side(a);
+    close_side(b);
+    CHECK(ibv_close_device(c2) == 0);
+    CHECK(ibv_close_device(c1) == 0);
+    return failures;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -733,8 +780,10 @@ int main(int argc, char** argv)
         r = mode_deadpeer(argv[2]);
     } else if (mode == "stall") {
         r = mode_stall();
+    } else if (mode == "latepeer") {
+        r = mode_latepeer();
     } else {
-        std::fprintf(stderr, "usage: verbs_check loopback|shared|footprint|extended|channel|modify|stall|deadpeer ADDR\n");
+        std::fprintf(stderr, "usage: verbs_check loopback|shared|footprint|extended|channel|modify|stall|latepeer|deadpeer ADDR\n");
         return 2;
     }
     std::printf("%s: %s\n", mode.c_str(), r == 0 ? "ok" : "FAILED");
