@@ -82,6 +82,7 @@ transport_config kernel_udp_transport()
     transport_config t;
     t.min_rto_ns = 5'000'000;
     t.max_rto_ns = t.min_rto_ns << t.max_backoff_shift; // room for the backoff (8x)
+    t.min_probe_ns = 1'000'000;
     t.cc.delay_mark_ns = 5'000'000;
     return t;
 }

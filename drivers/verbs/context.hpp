@@ -63,6 +63,7 @@ struct vcontext {
     std::thread progress;
     std::atomic<bool> stop{false};
     std::atomic<bool> sleeping{false};
+    std::atomic<uint64_t> kicks{0};        // wake() calls: one since the last drive forbids a nap
     std::atomic<uint64_t> app_poll_ns{0};
     int epfd = -1;
     int wakefd = -1;

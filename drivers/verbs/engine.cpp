@@ -26,8 +26,12 @@ namespace {
 constexpr uint32_t k_ctl_slot = 32;     // bytes per control slot
 constexpr uint32_t k_ctl_slots = 4096;  // slot 0 stays unused: the zero-length address
 
-// Sleeps until woken (a post, a close), the next timer, or `max_ns`.
-void nap(vcontext& c, uint64_t next_timer, uint64_t now, uint64_t max_ns)
+// Sleeps until woken (a post, a close), the next timer, or `max_ns`. `kicks` is what
+// c.kicks read before the drive that found nothing to do: a wake() since then (its work
+// was done after that drive looked) means drive again, not sleep. The store to
+// `sleeping` and the load of `kicks` here, and wake()'s increment and load, are
+// sequentially consistent, so one of the two sides always sees the other.
+void nap(vcontext& c, uint64_t next_timer, uint64_t now, uint64_t max_ns, uint64_t kicks)
 {
     // Nanosecond timeout: ACK delays and RTOs are microseconds.
     uint64_t sleep_ns = max_ns;
@@ -36,6 +40,10 @@ void nap(vcontext& c, uint64_t next_timer, uint64_t now, uint64_t max_ns)
     }
     const timespec ts{time_t(sleep_ns / 1'000'000'000), long(sleep_ns % 1'000'000'000)};
     c.sleeping.store(true);
+    if (c.kicks.load() != kicks) {
+        c.sleeping.store(false);
+        return;
+    }
     std::array<epoll_event, 4> ev;
     const int n = epoll_pwait2(c.epfd, ev.data(), int(ev.size()), &ts, nullptr);
     c.sleeping.store(false);
@@ -61,6 +69,7 @@ void progress_loop(vcontext* c)
         uint64_t next = k_no_deadline;
         bool busy = false;
         bool work = false;
+        const uint64_t kicks = c->kicks.load();
         {
             std::lock_guard<std::mutex> g(c->mu);
             const uint64_t now = now_ns();
@@ -90,7 +99,7 @@ void progress_loop(vcontext* c)
                 continue;
             }
             nap_ns = std::min<uint64_t>(nap_ns == 0 ? 10'000 : nap_ns * 2, c->node->max_idle_nap_ns());
-            nap(*c, next, now, nap_ns);
+            nap(*c, next, now, nap_ns, kicks);
             continue;
         }
         // Busy-poll a little while work is outstanding and the application is not
@@ -99,7 +108,7 @@ void progress_loop(vcontext* c)
             continue;
         }
         spins = 0;
-        nap(*c, next, now, 100'000'000);
+        nap(*c, next, now, 100'000'000, kicks);
     }
     c->node->thread_stop();
 }
@@ -118,7 +127,7 @@ void logf(const vcontext& c, const char* fmt, ...)
     if (!c.st.log) {
         return;
     }
-    char buf[512];
+    char buf[2048]; // the counters line at METAROCE_LOG=2 is long
     va_list ap;
     va_start(ap, fmt);
     std::vsnprintf(buf, sizeof buf, fmt, ap);
@@ -216,12 +225,23 @@ void close_context(vcontext* c)
             drive(*c, now_ns());
         }
         const counters& k = c->node->ep().stats();
-        logf(*c, "closing: %llu packets sent (%llu data, %llu retransmitted, %llu RTOs), "
-             "%llu received (%llu duplicates, %llu RNR)",
+        // The resends split by what triggered them, and how many proved needless.
+        logf(*c, "closing: %llu packets sent (%llu data, %llu retransmitted: %llu RTOs, %llu tail probes, "
+             "%llu RACK, %llu needless), %llu received (%llu duplicates, %llu RNR)",
              (unsigned long long)k.tx_packets, (unsigned long long)k.tx_data_packets,
              (unsigned long long)k.retransmits, (unsigned long long)k.timeouts,
-             (unsigned long long)k.rx_packets, (unsigned long long)k.rx_duplicates,
-             (unsigned long long)k.rx_rnr);
+             (unsigned long long)k.tail_probes, (unsigned long long)k.rack_losses,
+             (unsigned long long)k.spurious_retx, (unsigned long long)k.rx_packets,
+             (unsigned long long)k.rx_duplicates, (unsigned long long)k.rx_rnr);
+        if (c->st.log >= 2) {
+            std::string all;
+            for_each_counter(k, counter_fields(), [&](const std::string& n, uint64_t v, std::string_view) {
+                if (v != 0) {
+                    all += " " + n + "=" + std::to_string(v);
+                }
+            });
+            logf(*c, "closing: counters%s", all.c_str());
+        }
         if (const std::string note = c->node->log_note(); !note.empty()) {
             logf(*c, "closing: %s", note.c_str());
         }
@@ -242,7 +262,8 @@ void close_context(vcontext* c)
 
 void wake(vcontext& c) noexcept
 {
-    if (c.sleeping.load(std::memory_order_relaxed)) {
+    c.kicks.fetch_add(1);
+    if (c.sleeping.load()) {
         const uint64_t one = 1;
         [[maybe_unused]] ssize_t r = write(c.wakefd, &one, sizeof one);
     }

@@ -107,7 +107,7 @@ void apply(settings& st, const std::string& key, const std::string& val)
         }
         st.test_drop_rate = d;
     } else if (key == "METAROCE_LOG") {
-        st.log = val == "1";
+        st.log = val == "2" ? 2 : val == "1" ? 1 : 0;
     }
 }
 

@@ -20,7 +20,8 @@ struct settings {
     uint16_t max_streams = 64;         // METAROCE_MAX_STREAMS: QPs per peer + 1
     uint32_t min_rto_us = 0;           // METAROCE_MIN_RTO_US; 0: the backend's default
     double test_drop_rate = 0;         // METAROCE_TEST_DROP (tests only)
-    bool log = false;                  // METAROCE_LOG=1: connection and binding log on stderr
+    uint8_t log = 0;                   // METAROCE_LOG=1: connection and binding log on stderr;
+                                       // 2: also every nonzero core counter at close
     std::string error;                 // non-empty: the configuration is unusable (why)
 };
 

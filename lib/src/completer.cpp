@@ -346,7 +346,8 @@ void endpoint::impl::rearm_path_timers(connection& c, path_tx& p, uint64_t now) 
     const bool out = c.fl(p).inflight > 0;
     const uint64_t queue = hint_queue_ns(c, cfg.frame_overhead_bytes);
     set_rto(c, p, out ? now + c.fl(p).rto_ns + queue : k_no_deadline);
-    set_tlp(c, p, out ? now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns, queue)
+    set_tlp(c, p, out ? now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns), cfg.transport.ack_delay_ns,
+                                            queue, cfg.transport.min_probe_ns)
                       : k_no_deadline);
 }
 
@@ -684,7 +685,8 @@ void endpoint::impl::tail_probe(connection& c, uint32_t i, uint64_t now, bool al
     // (a lost tail is chance under random loss, not a dead route).
     const uint64_t answer = now + probe_timeout(c.fl(p), first_rtt(c, cfg.transport.initial_rtt_ns),
                                                 cfg.transport.ack_delay_ns,
-                                                hint_queue_ns(c, cfg.frame_overhead_bytes));
+                                                hint_queue_ns(c, cfg.frame_overhead_bytes),
+                                                cfg.transport.min_probe_ns);
     if (c.fl(p).rto_deadline != k_no_deadline && c.fl(p).rto_deadline < answer) {
         set_rto(c, p, answer);
     }

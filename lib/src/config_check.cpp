@@ -64,6 +64,8 @@ std::string validate(const endpoint_config& c)
     k.require(t.min_rto_ns > 0, "transport.min_rto_ns", "must be positive", t.min_rto_ns);
     k.require(t.max_rto_ns >= t.min_rto_ns, "transport.max_rto_ns", "must be at least min_rto_ns",
               t.max_rto_ns);
+    k.require(t.min_probe_ns <= t.max_rto_ns, "transport.min_probe_ns", "must be at most max_rto_ns",
+              t.min_probe_ns);
     k.require(t.max_backoff_shift <= 20, "transport.max_backoff_shift", "must be at most 20",
               t.max_backoff_shift);
     k.require(t.reorder_steps_max >= 1 && t.reorder_steps_max <= 1024, "transport.reorder_steps_max",

@@ -302,11 +302,13 @@ inline uint64_t late_after(const path_flight& p, const plane_rtt& l, uint64_t fi
 // Tail-loss probe timeout: two smoothed RTTs plus the receiver's delayed-ACK allowance
 // plus `queue_ns`, the queueing the receiver's hint allows (hint_queue_ns), never later
 // than the RTO itself (which allows that queueing too).
+// `min_probe_ns` floors it (transport_config::min_probe_ns), still within the RTO.
 inline uint64_t probe_timeout(const path_flight& p, uint64_t initial_rtt_ns, uint64_t ack_delay_ns,
-                              uint64_t queue_ns = 0) noexcept
+                              uint64_t queue_ns = 0, uint64_t min_probe_ns = 0) noexcept
 {
     const uint64_t rtt = p.srtt_ns != 0 ? p.srtt_ns : initial_rtt_ns;
-    const uint64_t pto = 2 * rtt + ack_delay_ns + queue_ns;
+    const uint64_t formula = 2 * rtt + ack_delay_ns + queue_ns;
+    const uint64_t pto = formula > min_probe_ns ? formula : min_probe_ns;
     return pto < p.rto_ns + queue_ns ? pto : p.rto_ns + queue_ns;
 }
 

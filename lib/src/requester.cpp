@@ -392,7 +392,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
                        c.fl(p).spell_probes < k_spell_probes && loss_slack(c, path) > 0;
     if (quiet ? !retx || again : retx) {
         set_tlp(c, p, now + probe_timeout(c.fl(p), probe_rtt(c, cfg.transport.initial_rtt_ns),
-                                          cfg.transport.ack_delay_ns, queue));
+                                          cfg.transport.ack_delay_ns, queue, cfg.transport.min_probe_ns));
         if ((retx || again) && c.fl(p).rto_deadline < c.fl(p).tlp_deadline) {
             set_rto(c, p, c.fl(p).tlp_deadline); // the probe comes first (it then pushes the RTO)
         }

@@ -138,6 +138,8 @@ TEST_CASE("impossible timer settings are refused by name", "[hostile][config]")
     CHECK(with([](endpoint_config& c) { c.transport.paths = 0; }).find("paths") != std::string::npos);
     CHECK(with([](endpoint_config& c) { c.transport.connect_retry_ns = 0; }).find("connect_retry_ns") !=
           std::string::npos);
+    CHECK(with([](endpoint_config& c) { c.transport.min_probe_ns = c.transport.max_rto_ns + 1; })
+              .find("min_probe_ns") != std::string::npos);
     CHECK(with([](endpoint_config& c) { c.transport.idle_timeout_ns = c.transport.keepalive_ns; })
               .find("idle_timeout_ns") != std::string::npos);
     endpoint_config bad;

@@ -53,6 +53,10 @@ struct transport_config {
     uint64_t ack_delay_ns = 4'000;
     uint64_t initial_rtt_ns = 20'000;
     uint64_t min_rto_ns = 100'000;
+    // The probe timeout is never shorter than this (0: none beyond spec 5.6's formula).
+    // Kernel sockets set it: a peer behind one often answers a few RTTs late (scheduling),
+    // and each such tail would be probed needlessly.
+    uint64_t min_probe_ns = 0;
     uint64_t max_rto_ns = 20'000'000;
     // Loss detection across paths (spec 5.5, RACK): a packet sent before one that was
     // delivered, on any path of the connection, is lost once a round trip and a reorder
