@@ -4,6 +4,7 @@
 // Everything below the public part is guarded by the owning context's mutex.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <mutex>
