@@ -226,16 +226,6 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                 o.v = verdict::drop; // a message already committed
             } else if (!cur.in_use) {
                 // First packet of this message to arrive: check it once, for all of it.
-                recv_slot n;
-                n.op = p.op;
-                n.stream = p.stream;
-                n.msn = p.msn;
-                n.ssn = p.ssn;
-                n.recv_seq = p.recv_seq;
-                n.msg_len = p.msg_len;
-                n.imm = p.imm;
-                n.va = p.va;
-                n.rkey = p.rkey;
                 const wire::opcode_info& oi = wire::info(p.op);
                 if (oi.consumes_recv &&
                     (seq_lt(p.recv_seq, ss->rq_consumed) || !seq_lt(p.recv_seq, ss->rq_posted))) {
@@ -269,12 +259,22 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                     o.v = verdict::rnr; // resent after the RNR delay
                 }
                 if (o.v == verdict::accepted) {
+                    rsp = &c.rslots[slot_i]; // its chunk may be new
+                    recv_slot& n = *rsp;     // built in place: every field is set here
+                    n = recv_slot{};
+                    n.op = p.op;
+                    n.stream = p.stream;
+                    n.msn = p.msn;
+                    n.ssn = p.ssn;
+                    n.recv_seq = p.recv_seq;
+                    n.msg_len = p.msg_len;
+                    n.imm = p.imm;
+                    n.va = p.va;
+                    n.rkey = p.rkey;
                     n.tail_len = is_write(p.op) ? uint8_t(std::min<uint32_t>(8, p.msg_len)) : 0;
                     n.solicited = (p.flags & wire::bth_flag::solicited) != 0;
                     n.pkts = packets_in(p.msg_len, c.mtu);
                     n.in_use = true;
-                    rsp = &c.rslots[slot_i]; // its chunk may be new
-                    *rsp = n;
                     opened = true;
                 }
             }
