@@ -328,11 +328,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     // send again every few packets), unless the pool runs low. Once the connection has
     // nothing out and nothing to send, every settled path's goes.
     if (!new_data_ready(c)) {
+        park(c, p); // first: a ping-pong's ACK then leaves park_all nothing to walk
         if (c.inflight == 0) {
-            park(c, p);
             park_all(c);
-        } else {
-            park(c, p);
         }
     } else if (flights.free_chunks() < flights.capacity() / 4) {
         park(c, p);

@@ -124,6 +124,18 @@ ibv_gid gid_of(ibv_context* ctx)
     return g;
 }
 
+// The GID of a node address that has no context in this process (an IPv4-mapped GID).
+ibv_gid gid_of_addr(const char* addr)
+{
+    ibv_gid g{};
+    g.raw[10] = 0xff;
+    g.raw[11] = 0xff;
+    in_addr ia{};
+    REQUIRE(inet_pton(AF_INET, addr, &ia) == 1);
+    std::memcpy(&g.raw[12], &ia.s_addr, 4);
+    return g;
+}
+
 int to_rtr(ibv_qp* qp, const ibv_gid& dgid, uint32_t dqpn)
 {
     ibv_qp_attr a{};
@@ -642,13 +654,7 @@ int mode_deadpeer(const char* peer_addr)
     ibv_context* ctx = open_metaroce();
     side a = make_side(ctx, 1 << 16);
     to_init(a.qp);
-    ibv_gid g{};
-    g.raw[10] = 0xff;
-    g.raw[11] = 0xff;
-    in_addr ia{};
-    REQUIRE(inet_pton(AF_INET, peer_addr, &ia) == 1);
-    std::memcpy(&g.raw[12], &ia.s_addr, 4);
-    REQUIRE(to_rtr(a.qp, g, 0x1234) == 0);
+    REQUIRE(to_rtr(a.qp, gid_of_addr(peer_addr), 0x1234) == 0);
     to_rts(a.qp, 14, 3);
     const auto t0 = std::chrono::steady_clock::now();
     REQUIRE(post_send(a, IBV_WR_RDMA_WRITE, {sg(a, 0, 64)}, 1, IBV_SEND_SIGNALED, 0x1000, 1) == 0);
@@ -722,15 +728,9 @@ int mode_latepeer()
     setenv("METAROCE_ADDR", (net + ".1").c_str(), 1);
     ibv_context* c1 = open_metaroce();
     side a = make_side(c1, 1 << 12);
-    ibv_gid g{};
-    g.raw[10] = 0xff;
-    g.raw[11] = 0xff;
-    in_addr ia{};
-    REQUIRE(inet_pton(AF_INET, (net + ".2").c_str(), &ia) == 1);
-    std::memcpy(&g.raw[12], &ia.s_addr, 4);
     // The peer's first QP gets the number every node gives its first QP (the same as ours).
     to_init(a.qp);
-    REQUIRE(to_rtr(a.qp, g, a.qp->qp_num) == 0);
+    REQUIRE(to_rtr(a.qp, gid_of_addr((net + ".2").c_str()), a.qp->qp_num) == 0);
     to_rts(a.qp);
     fill(a.buf, 0, 300, 3);
     REQUIRE(post_send(a, IBV_WR_SEND, {sg(a, 0, 300)}, 1, IBV_SEND_SIGNALED) == 0);
