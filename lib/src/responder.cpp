@@ -172,16 +172,24 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
     path_rx& r = c.prx[p.path];
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;
-    r.last_ts = p.tx_ts;
     // In order with no bitmap held (the sentinel's is all zero): fresh, no bitmap to read.
     const sack_window::verdict w = p.psn == r.expected && r.sack == sacks.sentinel()
                                        ? sack_window::verdict::fresh
                                        : sack_window::classify(r.expected, sacks.base()[r.sack], p.psn);
     if (w != sack_window::verdict::fresh) {
         ++(w == sack_window::verdict::duplicate ? stats.rx_duplicates : stats.rx_beyond_window);
+        // A second copy of the path's newest packet (a tail probe or a proactive copy)
+        // read before that packet's ACK left: the ACK owed still names the first copy,
+        // which delivered (spec 3.6), so the original does not look lost. Otherwise
+        // (no ACK owed, or an older packet resent: our ACK may have been lost) the
+        // next ACK answers this packet.
+        if (r.ack == acks.sentinel() || p.psn + 1 != r.expected) {
+            r.last_ts = p.tx_ts;
+        }
         queue_ack(c, p.path); // the sender may have missed our ACK
         return;
     }
+    r.last_ts = p.tx_ts;
     if (p.psn != r.expected && r.sack == sacks.sentinel() && sacks.empty()) {
         // It would open a hole and no bitmap is free: not taken, not recorded, so the
         // sender resends it (the ACK shows the gap below it as it stands).
