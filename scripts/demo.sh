@@ -49,7 +49,8 @@ fi
 # changes is system-wide and outlives the demo, so each change is said before it is made,
 # and undone when it did not give us the pages.
 free_pages() { awk '/HugePages_Free/ {print $2}' /proc/meminfo; }
-hugetlbfs_mounted() { mount | grep -q ' type hugetlbfs '; }
+# grep without -q: under pipefail, -q stopping early would fail the pipe's writer.
+hugetlbfs_mounted() { mount | grep ' type hugetlbfs ' >/dev/null; }
 mem_opts=(--no-huge -m 512)
 nr=/proc/sys/vm/nr_hugepages
 want=512  # 1 GiB: 256 MiB per process plus headroom

@@ -59,7 +59,7 @@ mac_b() { printf '02:6b:0b:00:%02x:02' "$1"; }
 mac_la() { printf '02:6b:1a:00:%02x:fe' "$1"; }
 mac_lb() { printf '02:6b:1b:00:%02x:fe' "$1"; }
 
-ns_exists() { ip netns list | awk '{print $1}' | grep -qx "$1"; }
+ns_exists() { ip netns list | awk '{print $1}' | grep -x "$1" >/dev/null; }
 
 # Planes of the running fabric: how many host links leaf A has.
 live_planes() {

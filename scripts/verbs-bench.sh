@@ -53,7 +53,7 @@ trap cleanup EXIT
 # Waits until something listens on TCP port $1 (the server is ready for its client).
 wait_listen() {
   for _ in $(seq 200); do
-    ss -Hltn "sport = :$1" | grep -q . && return 0
+    ss -Hltn "sport = :$1" | grep . >/dev/null && return 0
     kill -0 "$server" 2>/dev/null || return 1
     sleep 0.05
   done
