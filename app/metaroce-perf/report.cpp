@@ -185,7 +185,11 @@ bw_result bw_row(const options& o, uint64_t size, uint64_t iters, const bw_timin
     const double avg_bps = elapsed > 0 ? double(size) * double(iters) * 1e9 / double(elapsed) : 0;
     // The average is itself a window (start to last completion) that no wire can beat.
     const double peak_bps = std::max(avg_bps, double(size) * t.peak_msgs_per_s());
-    return bw_row(o, size, iters, elapsed, o.no_peak ? 0 : to_unit(o, peak_bps));
+    bw_result r = bw_row(o, size, iters, elapsed, o.no_peak ? 0 : to_unit(o, peak_bps));
+    if (!o.no_peak) {
+        r.peak = std::max(r.peak, r.avg); // the same bound in r.avg's own rounding (one window: equal)
+    }
+    return r;
 }
 
 void print_bw_number(const options& o, const bw_result& r)
