@@ -4,6 +4,8 @@
 // rte_pktmbuf_attach_extbuf. The region's shared info counts those mbufs: one
 // reference is the registration's, every attached mbuf adds one until the PMD frees
 // it; so a region is forgotten only once its count is back to one (none in flight).
+// A payload shorter than worker_config::tx_copy_below (256 bytes) is copied behind the
+// headers instead: the second mbuf would cost more than the copy.
 //
 // DMA: memory that is not DPDK's (rte_mem_virt2memseg_list finds no list) is added
 // with rte_extmem_register and mapped with rte_dev_dma_map for each port's device.

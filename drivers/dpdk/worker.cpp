@@ -454,12 +454,14 @@ io::tx_next worker::tx_send(const tx_frame& f, uint64_t now_ns) noexcept
 }
 
 // The payload pieces of a zero-copy frame after m's headers: chained in place when
-// every piece lies in memory registered here for this plane's port, else copied
-// behind the headers (the buffer the core had was sized for the whole frame).
+// every piece lies in memory registered here for this plane's port and the payload is
+// not short, else copied behind the headers (the buffer the core had was sized for the
+// whole frame).
 bool worker::chain_payload(rte_mbuf* m, const tx_frame& f) noexcept
 {
     const size_t port = f.plane;
-    bool in_place = true;
+    const bool small = f.payload_len < cfg_.tx_copy_below;
+    bool in_place = !small;
     for (size_t i = 0; i < f.payload_refs && in_place; ++i) {
         in_place = ext_.covers(f.payload[i].host, f.payload[i].len, port);
     }
@@ -470,7 +472,7 @@ bool worker::chain_payload(rte_mbuf* m, const tx_frame& f) noexcept
             at += f.payload[i].len;
         }
         m->data_len = uint16_t(m->data_len + f.payload_len);
-        ++ctr_.tx_payload_copied;
+        ++(small ? ctr_.tx_payload_inlined : ctr_.tx_payload_copied);
         return true;
     }
     rte_mbuf* tail = m;

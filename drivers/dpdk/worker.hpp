@@ -65,6 +65,10 @@ struct worker_config {
     std::vector<steer_entry> steering; // other workers of this process
     uint16_t tx_budget = 64;        // packets pulled from the core per poll
     bool tx_zero_copy = true;       // send payloads from registered memory where ports allow
+    // Shorter payloads are copied behind the headers even when they could go in place:
+    // a second mbuf (allocated, attached, freed through the region's count) costs more
+    // than copying them, as an HCA inlines small sends into its descriptor.
+    uint16_t tx_copy_below = 256;
 };
 
 class worker {

@@ -31,6 +31,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(worker_counters, tx_port_stalled, "frames dropped: their port took nothing for 1 ms"),
     METAROCE_COUNTER(worker_counters, tx_zero_copy, "data frames sent with their payload in place (no copy)"),
     METAROCE_COUNTER(worker_counters, tx_payload_copied, "data frames whose payload was copied (memory not registered for zero copy)"),
+    METAROCE_COUNTER(worker_counters, tx_payload_inlined, "data frames whose short payload was copied behind the headers (shorter than tx_copy_below, 256 bytes)"),
     METAROCE_COUNTER(worker_counters, handoff_out, "frames handed to another worker"),
     METAROCE_COUNTER(worker_counters, handoff_in, "frames handed to us by another worker"),
     METAROCE_COUNTER(worker_counters, handoff_drops, "frames dropped: the other worker's inbox was full"),
