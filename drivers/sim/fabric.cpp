@@ -130,9 +130,6 @@ std::vector<uint32_t> fabric::fault_links(const fault_event& e) const
     if (e.host) {
         return {topo_.host_up(e.plane, *e.host), topo_.host_down(e.plane, *e.host)};
     }
-    if (topo_.spines() == 0) {
-        return {}; // a single-leaf plane has no leaf-spine links to fail
-    }
     return {topo_.leaf_up(e.plane, *e.leaf, *e.spine), topo_.spine_down(e.plane, *e.spine, *e.leaf)};
 }
 

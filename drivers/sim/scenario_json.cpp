@@ -360,6 +360,11 @@ void validate(const scenario& s)
         invalid("workload.connections", "must be 0 (one per pair) or at least the number of "
                                         "sender-receiver pairs (" + std::to_string(pairs) + ")");
     }
+    if (w.pattern == pattern_kind::allreduce_ring && w.connections % w.senders != 0) {
+        // Each ring is one connection per sender; step k waits for its predecessor's.
+        invalid("workload.connections", "must be a multiple of workload.senders (" +
+                                            std::to_string(w.senders) + ") for allreduce_ring");
+    }
     const uint64_t conns = w.connections == 0 ? pairs : w.connections;
     if (w.victim) {
         if (w.pattern != pattern_kind::incast) {
@@ -397,6 +402,10 @@ void validate(const scenario& s)
         if (e.leaf && *e.leaf >= t.leaves()) {
             invalid(at + ".leaf", "must be below the number of leaves (" +
                                       std::to_string(t.leaves()) + ")");
+        }
+        if (e.spine && t.leaves() == 1) {
+            invalid(at + ".spine", "names a spine, but a fabric of one leaf has none (its hosts "
+                                   "share the leaf)");
         }
         if (e.spine && *e.spine >= t.spines_per_plane) {
             invalid(at + ".spine", "must be below topology.spines_per_plane (" +

@@ -93,6 +93,15 @@ TEST_CASE("scenario errors name the key", "[scenario]")
                Contains("'faults.events[0]' names a switch by 'leaf' or by 'spine'"));
     CHECK_THAT(error_of(R"({"faults": {"events": [{"at_us": 1, "action": "fail_switch", "plane": 0, "host": 1}]}})"),
                Contains("'faults.events[0].host' only applies to fail_link and restore_link"));
+    // One leaf: no spines, whatever spines_per_plane says (failing one read past the links).
+    CHECK_THAT(error_of(R"({"topology": {"hosts": 3, "hosts_per_leaf": 16}, "faults": {"events": [{"at_us": 1, "action": "fail_switch", "plane": 0, "spine": 0}]}})"),
+               Contains("'faults.events[0].spine' names a spine, but a fabric of one leaf has none"));
+    CHECK_THAT(error_of(R"({"topology": {"hosts": 4, "hosts_per_leaf": 4}, "faults": {"events": [{"at_us": 1, "action": "fail_link", "plane": 0, "leaf": 0, "spine": 1}]}})"),
+               Contains("'faults.events[0].spine' names a spine"));
+    // A ring is one connection per sender (its predecessor must exist).
+    CHECK_THAT(error_of(R"({"workload": {"pattern": "allreduce_ring", "senders": 2, "connections": 7}})"),
+               Contains("'workload.connections' must be a multiple of workload.senders (2) for allreduce_ring"));
+    CHECK(error_of(R"({"workload": {"pattern": "allreduce_ring", "senders": 2, "connections": 8}})") == "");
     CHECK_THAT(error_of(R"({"faults": {"events": {}}})"), Contains("'faults.events' must be an array"));
     CHECK_THAT(error_of(R"({"topology": [1]})"), Contains("'topology' must be an object"));
     CHECK_THAT(error_of("{"), Contains("invalid JSON"));
