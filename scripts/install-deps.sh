@@ -4,6 +4,8 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config g++ python3
           libdpdk-dev dpdk dpdk-dev catch2 libspdlog-dev nlohmann-json3-dev
           libibverbs-dev rdma-core ibverbs-utils perftest
+          # test/verbs/rdma_core_suite.sh: rdma-core's own tests (shipped by rdma-core) need pyverbs
+          python3-pyverbs
           # scripts/fuzz.sh: clang, libFuzzer + sanitizer runtimes, llvm-symbolizer
           clang libclang-rt-14-dev llvm
           # scripts/kfabric.sh: namespaces, tc with BPF, and our BPF program's headers

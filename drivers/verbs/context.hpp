@@ -36,9 +36,21 @@ struct conn_rec {
     std::vector<uint32_t> ctl_slots; // control receive slots posted on stream 0
 };
 
-struct vcontext {
-    verbs_context vctx{};            // the application gets &vctx.context
+struct vcontext;
+
+// What an application's ibv_context sits in. Opening metaroce0 again in a process with
+// the same settings (address, port, backend) gives another handle on the same node, as
+// a second context on one HCA: the same GID, QPs of both can be connected to each
+// other. Each handle has its own async event queue; the node closes with its last one.
+struct vhandle {
+    verbs_context vctx{};            // first: ctx_of finds the handle from the context
+    vcontext* owner = nullptr;
+    int async_w = -1;                // write end of this handle's async_fd
+};
+
+struct vcontext : vhandle {          // the handle opened first, and the device state
     std::mutex mu;
+    std::vector<vhandle*> handles;   // every open handle, this one first
     settings st;
     std::unique_ptr<backend> node;   // UDP sockets or DPDK ports (backend.hpp)
     std::vector<uint32_t> planes;    // plane addresses; [0] is the node address
@@ -67,7 +79,6 @@ struct vcontext {
     std::atomic<uint64_t> app_poll_ns{0};
     int epfd = -1;
     int wakefd = -1;
-    int async_w = -1;
     uint64_t async_events = 0;
 };
 
@@ -75,9 +86,16 @@ vcontext* ctx_of(ibv_context* c) noexcept;
 bool is_ours(const ibv_context* c) noexcept;
 ibv_device* our_device() noexcept;
 
-// ibv_open_device / ibv_close_device. nullptr and a message in `err` on failure.
-vcontext* open_context(std::string& err);
+// ibv_open_device / ibv_close_device: a handle on this process's node for the same
+// settings, or a new node. nullptr and a message in `err` on failure.
+ibv_context* open_device(std::string& err);
+int close_device(ibv_context* ctx);
+// A descriptor that is (a dup of) one of our contexts' cmd_fd.
+bool is_our_cmd_fd(int fd);
+// A new node and its progress thread; the last handle's close stops and frees it.
+vcontext* open_context(settings st, std::string& err);
 void close_context(vcontext* c);
+void install_context_ops(verbs_context& v);
 
 // All below: called with c.mu held.
 bool drive(vcontext& c, uint64_t now_ns);          // one progress pass; true if busy
@@ -92,6 +110,11 @@ void submit(vcontext& c, vqp& q, uint64_t now_ns);
 void emit(vcq& cq, const ibv_wc& wc, bool solicited = false);
 void post_async(vcontext& c, ibv_event_type type, void* obj) noexcept;
 void srq_refill(vcontext& c, vqp& q);
+// Receives q took from its SRQ that the core does not hold go back to the pool's front.
+void srq_give_back(vqp& q);
+// A SEND found q's stream without a receive (the core's RNR notice): a QP on an SRQ gets
+// one from the pool, or from a sibling's unclaimed receives.
+void on_recv_wanted(vcontext& c, const recv_wanted& w);
 // What the core holds for a QP leaving its streams (ERR, RESET, destroy): unclaimed
 // receives come back (an SRQ's to its pool), unfinished sends stop needing our memory.
 void release_core_work(vcontext& c, vqp& q);

@@ -15,15 +15,14 @@ int query_port_ex(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t le
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in,
                     ibv_device_attr_ex* attr, size_t size); // device.cpp
 
-void install_context_ops(vcontext& c)
+void install_context_ops(verbs_context& v)
 {
-    ibv_context_ops& o = c.vctx.context.ops;
+    ibv_context_ops& o = v.context.ops;
     o.poll_cq = poll_cq;
     o.req_notify_cq = req_notify_cq;
     o.post_send = post_send_op;
     o.post_recv = post_recv_op;
     o.post_srq_recv = post_srq_recv;
-    verbs_context& v = c.vctx;
     v.query_port = query_port_ex;
     v.query_device_ex = query_device_ex;
     v.create_qp_ex = create_qp_ex;

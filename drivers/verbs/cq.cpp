@@ -62,15 +62,18 @@ uint32_t read_slid(ibv_cq_ex* cq) { return vcq_of(cq).cur.slid; }
 uint8_t read_sl(ibv_cq_ex* cq) { return vcq_of(cq).cur.sl; }
 uint8_t read_dlid_path_bits(ibv_cq_ex* cq) { return vcq_of(cq).cur.dlid_path_bits; }
 
-vcq* new_cq(vcontext& c, int cqe, void* user, ibv_comp_channel* ch)
+vcq* new_cq(ibv_context* ctx, int cqe, void* user, ibv_comp_channel* ch, uint32_t vector)
 {
-    if (cqe < 1 || cqe > (1 << 20) || (ch != nullptr && ch->context != &c.vctx.context)) {
+    vcontext& c = *ctx_of(ctx);
+    // One completion vector (num_comp_vectors): an HCA refuses any other, so do we.
+    if (cqe < 1 || cqe > (1 << 20) || (ch != nullptr && ch->context != ctx) ||
+        vector >= uint32_t(ctx->num_comp_vectors)) {
         errno = EINVAL;
         return nullptr;
     }
     auto* cq = new vcq;
     cq->ctx = &c;
-    cq->ex.context = &c.vctx.context;
+    cq->ex.context = ctx;
     cq->ex.channel = ch;
     cq->ex.cq_context = user;
     cq->ex.cqe = cqe;
@@ -121,7 +124,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr)
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    vcq* cq = new_cq(*ctx_of(ctx), int(attr->cqe), attr->cq_context, attr->channel);
+    vcq* cq = new_cq(ctx, int(attr->cqe), attr->cq_context, attr->channel, attr->comp_vector);
     if (cq == nullptr) {
         return nullptr;
     }
@@ -154,7 +157,7 @@ MRV_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* user, ibv_comp
     if (!is_ours(ctx)) {
         return forward<ibv_cq*>("ibv_create_cq", ctx, cqe, user, ch, vector);
     }
-    vcq* cq = new_cq(*ctx_of(ctx), cqe, user, ch);
+    vcq* cq = new_cq(ctx, cqe, user, ch, uint32_t(vector));
     return cq == nullptr ? nullptr : reinterpret_cast<ibv_cq*>(&cq->ex);
 }
 

@@ -106,7 +106,7 @@ void fill_device_attr(const vcontext& c, ibv_device_attr& a)
     a.sys_image_guid = a.node_guid;
     a.max_mr_size = k_max_msg_len;
     a.page_size_cap = 4096;
-    a.vendor_id = 0;           // neutral: no vendor's driver paths (never Mellanox/EFA)
+    a.vendor_id = 0xffffff;    // a software device's (as rxe): no vendor's driver paths, never 0
     a.vendor_part_id = 0x4d52; // "MR"
     a.hw_ver = 1;
     a.max_qp = 1 << 16;
@@ -251,13 +251,23 @@ MRV_EXPORT ibv_context* ibv_open_device(ibv_device* d)
         return forward<ibv_context*>("ibv_open_device", d);
     }
     std::string err;
-    vcontext* c = open_context(err);
-    if (c == nullptr) {
+    ibv_context* ctx = open_device(err);
+    if (ctx == nullptr) {
         std::fprintf(stderr, "metaroce: cannot open metaroce0: %s\n", err.c_str());
         errno = ENODEV;
-        return nullptr;
     }
-    return &c->vctx.context;
+    return ctx;
+}
+
+// Sharing a context with another process (or importing it here) needs the kernel's
+// uverbs objects, which a software device has none of.
+MRV_EXPORT ibv_context* ibv_import_device(int cmd_fd)
+{
+    if (!is_our_cmd_fd(cmd_fd)) {
+        return forward<ibv_context*>("ibv_import_device", cmd_fd);
+    }
+    errno = EOPNOTSUPP;
+    return nullptr;
 }
 
 MRV_EXPORT int ibv_close_device(ibv_context* ctx)
@@ -265,8 +275,7 @@ MRV_EXPORT int ibv_close_device(ibv_context* ctx)
     if (!is_ours(ctx)) {
         return forward<int>("ibv_close_device", ctx);
     }
-    close_context(ctx_of(ctx));
-    return 0;
+    return close_device(ctx);
 }
 
 MRV_EXPORT int ibv_query_device(ibv_context* ctx, ibv_device_attr* attr)
@@ -345,7 +354,7 @@ MRV_EXPORT ssize_t _ibv_query_gid_table(ibv_context* ctx, ibv_gid_entry* entries
         return -EINVAL;
     }
     if (max < c.planes.size()) {
-        return -ENOMEM;
+        return -EINVAL; // as the kernel's GID table query: too small for the table
     }
     for (uint32_t i = 0; i < c.planes.size(); ++i) {
         auto* e = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<char*>(entries) + size * i);

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -19,7 +21,6 @@
 
 namespace metaroce::verbs {
 
-void install_context_ops(vcontext& c);  // context_ops.cpp
 
 namespace {
 
@@ -138,28 +139,153 @@ void logf(const vcontext& c, const char* fmt, ...)
                  (unsigned long long)(t / 1'000'000'000), (unsigned long long)(t % 1'000'000'000 / 1000), buf);
 }
 
-vcontext* ctx_of(ibv_context* ctx) noexcept
+vhandle* handle_of(ibv_context* ctx) noexcept
 {
-    // vctx is vcontext's first member, and the context the last of vctx.
-    return reinterpret_cast<vcontext*>(verbs_get_ctx(ctx));
+    // vctx is vhandle's first member, and the context the last of vctx.
+    return reinterpret_cast<vhandle*>(verbs_get_ctx(ctx));
 }
+
+vcontext* ctx_of(ibv_context* ctx) noexcept { return handle_of(ctx)->owner; }
 
 bool is_ours(const ibv_context* ctx) noexcept
 {
     return ctx != nullptr && ctx->device == our_device();
 }
 
-vcontext* open_context(std::string& err)
+namespace {
+
+// The nodes this process has open (ibv_open_device), for a second open to share.
+std::mutex g_open_mu;
+std::vector<vcontext*> g_open;
+
+bool same_node(const settings& a, const settings& b)
 {
-    auto c = std::make_unique<vcontext>();
-    c->st = load_settings();
-    if (!c->st.error.empty()) {
-        err = c->st.error;
+    return a.plane_addrs == b.plane_addrs && a.port == b.port && a.backend == b.backend;
+}
+
+// A handle's own context: the ops, the async event pipe. false (errno set) on failure.
+bool init_handle(vhandle& h, vcontext& owner)
+{
+    int async[2];
+    if (pipe2(async, O_CLOEXEC) != 0) {
+        return false;
+    }
+    fcntl(async[1], F_SETFL, O_NONBLOCK);
+    // No kernel command channel: a descriptor of our own stands in, so programs that
+    // dup() it to share the context get a valid one, and ibv_import_device knows it.
+    const int cmd = memfd_create("metaroce-cmd", MFD_CLOEXEC);
+    if (cmd < 0) {
+        close(async[0]);
+        close(async[1]);
+        return false;
+    }
+    h.owner = &owner;
+    h.async_w = async[1];
+    ibv_context& ctx = h.vctx.context;
+    ctx.device = our_device();
+    ctx.cmd_fd = cmd;
+    ctx.async_fd = async[0];
+    ctx.num_comp_vectors = 1;
+    pthread_mutex_init(&ctx.mutex, nullptr);
+    ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    h.vctx.sz = sizeof(verbs_context);
+    install_context_ops(h.vctx);
+    return true;
+}
+
+void close_handle(vhandle& h)
+{
+    close(h.vctx.context.cmd_fd);
+    close(h.vctx.context.async_fd);
+    close(h.async_w);
+}
+
+} // namespace
+
+ibv_context* open_device(std::string& err)
+{
+    settings st = load_settings();
+    if (!st.error.empty()) {
+        err = st.error;
         return nullptr;
     }
     if (const uint16_t paths = g_paths_override.load(); paths != 0) {
-        c->st.paths = paths; // metaroce_set_paths (verbs_ext.h)
+        st.paths = paths; // metaroce_set_paths (verbs_ext.h)
     }
+    std::lock_guard<std::mutex> g(g_open_mu);
+    for (vcontext* c : g_open) {
+        if (same_node(c->st, st)) {
+            auto h = std::make_unique<vhandle>();
+            if (!init_handle(*h, *c)) {
+                err = std::string("pipe: ") + std::strerror(errno);
+                return nullptr;
+            }
+            std::lock_guard<std::mutex> cg(c->mu);
+            c->handles.push_back(h.get());
+            logf(*c, "opened metaroce0 again (%zu contexts on this node)", c->handles.size());
+            return &h.release()->vctx.context;
+        }
+    }
+    vcontext* c = open_context(std::move(st), err);
+    if (c == nullptr) {
+        return nullptr;
+    }
+    g_open.push_back(c);
+    return &c->vctx.context;
+}
+
+bool is_our_cmd_fd(int fd)
+{
+    struct stat a{};
+    if (fstat(fd, &a) != 0) {
+        return false;
+    }
+    std::lock_guard<std::mutex> g(g_open_mu);
+    for (vcontext* c : g_open) {
+        std::lock_guard<std::mutex> cg(c->mu);
+        for (const vhandle* h : c->handles) {
+            struct stat b{};
+            if (fstat(h->vctx.context.cmd_fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+int close_device(ibv_context* ctx)
+{
+    vhandle* h = handle_of(ctx);
+    vcontext* c = h->owner;
+    {
+        std::lock_guard<std::mutex> g(g_open_mu);
+        {
+            std::lock_guard<std::mutex> cg(c->mu);
+            c->handles.erase(std::find(c->handles.begin(), c->handles.end(), h));
+            if (!c->handles.empty()) {
+                // The node stays for the other handles; the first handle's memory is
+                // the node's own, so it stays too (its ops and async pipe closed).
+                close_handle(*h);
+                if (h != c) {
+                    delete h;
+                }
+                return 0;
+            }
+        }
+        g_open.erase(std::find(g_open.begin(), g_open.end(), c));
+    }
+    close_handle(*h);
+    if (h != c) {
+        delete h;
+    }
+    close_context(c);
+    return 0;
+}
+
+vcontext* open_context(settings st, std::string& err)
+{
+    auto c = std::make_unique<vcontext>();
+    c->st = std::move(st);
     c->node = make_backend(c->st, err);
     if (!c->node) {
         return nullptr;
@@ -178,13 +304,11 @@ vcontext* open_context(std::string& err)
     for (uint32_t s = k_ctl_slots - 1; s >= 1; --s) {
         c->ctl_free_tx.push_back(s);
     }
-    int async[2];
-    if (pipe2(async, O_CLOEXEC) != 0) {
+    if (!init_handle(*c, *c)) {
         err = std::string("pipe: ") + std::strerror(errno);
         return nullptr;
     }
-    fcntl(async[1], F_SETFL, O_NONBLOCK);
-    c->async_w = async[1];
+    c->handles.push_back(c.get());
     c->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     c->epfd = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
@@ -196,15 +320,6 @@ vcontext* open_context(std::string& err)
     ev.data.fd = c->wakefd;
     epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wakefd, &ev);
 
-    ibv_context& ctx = c->vctx.context;
-    ctx.device = our_device();
-    ctx.cmd_fd = -1;
-    ctx.async_fd = async[0];
-    ctx.num_comp_vectors = 1;
-    pthread_mutex_init(&ctx.mutex, nullptr);
-    ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
-    c->vctx.sz = sizeof(verbs_context);
-    install_context_ops(*c);
     vcontext* raw = c.release();
     raw->progress = std::thread(progress_loop, raw);
     logf(*raw, "opened metaroce0 on %s:%u", format_ipv4(raw->addr).c_str(), raw->st.port);
@@ -250,8 +365,6 @@ void close_context(vcontext* c)
         // every other QP of the peer still has posted. Idle detection (spec 7.8)
         // frees the peer's side.
     }
-    close(c->vctx.context.async_fd);
-    close(c->async_w);
     close(c->wakefd);
     close(c->epfd);
     // The node first: its worker flushes frames that may refer to the control area in
@@ -307,6 +420,13 @@ bool drive(vcontext& c, uint64_t now)
             on_conn_event(c, evs[i], now);
         }
     }
+    std::array<recv_wanted, 16> wanted;
+    for (size_t n; (n = ep.poll_recv_wanted(wanted)) > 0;) {
+        busy = true;
+        for (size_t i = 0; i < n; ++i) {
+            on_recv_wanted(c, wanted[i]);
+        }
+    }
     flush_ctl_backlog(c, now);
     if (!c.dirty.empty()) {
         std::vector<vqp*> d;
@@ -331,7 +451,21 @@ void post_async(vcontext& c, ibv_event_type type, void* obj) noexcept
     case IBV_EVENT_PORT_ERR: e.element.port_num = 1; break;
     default: e.element.qp = static_cast<ibv_qp*>(obj); break;
     }
-    [[maybe_unused]] ssize_t r = write(c.async_w, &e, sizeof e);
+    // To the handle the object was created on; a port event to every handle.
+    ibv_context* owner = nullptr;
+    switch (type) {
+    case IBV_EVENT_CQ_ERR: owner = e.element.cq->context; break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: owner = e.element.srq->context; break;
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR: break;
+    default: owner = e.element.qp->context; break;
+    }
+    for (vhandle* h : c.handles) {
+        if (owner == nullptr || owner == &h->vctx.context) {
+            [[maybe_unused]] ssize_t r = write(h->async_w, &e, sizeof e);
+        }
+    }
 }
 
 } // namespace metaroce::verbs

@@ -166,13 +166,21 @@ MRV_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_
     if (!is_ours(mr->context)) {
         return forward<int>("ibv_rereg_mr", mr, flags, pd, addr, length, access);
     }
-    return IBV_REREG_MR_ERR_INPUT; // not offered: deregister and register again
+    errno = EOPNOTSUPP; // not offered: deregister and register again
+    return IBV_REREG_MR_ERR_INPUT;
 }
 
 MRV_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr)
 {
     if (!is_ours(pd->context)) {
         return forward<ibv_ah*>("ibv_create_ah", pd, attr);
+    }
+    // RoCE addresses by GID: an AH without a GRH names no peer (HCAs refuse it too).
+    const vcontext& c = *ctx_of(pd->context);
+    if (attr == nullptr || !attr->is_global || attr->port_num != 1 ||
+        attr->grh.sgid_index >= c.planes.size()) {
+        errno = EINVAL;
+        return nullptr;
     }
     auto* ah = new vah;
     ah->ah.context = pd->context;

@@ -326,13 +326,66 @@ void release_core_work(vcontext& c, vqp& q)
         c.node->ep().orphan_sends(q.conn, q.tx_stream);
     }
     if (q.srq != nullptr) {
-        // An SRQ's receives outlive the QP: those not in the core go back to the shared queue.
-        for (uint64_t s = q.rq.tail; s > q.rq.sub; --s) {
-            const uint32_t slot = q.rq.slot(s - 1);
-            const sge* g = &q.recv_sges[size_t(slot) * q.cap.max_recv_sge];
-            q.srq->pool.emplace_front(q.recvs[slot], std::vector<sge>(g, g + q.recvs[slot].num_sge));
+        srq_give_back(q); // an SRQ's receives outlive the QP
+    }
+}
+
+void srq_give_back(vqp& q)
+{
+    for (uint64_t s = q.rq.tail; s > q.rq.sub; --s) {
+        const uint32_t slot = q.rq.slot(s - 1);
+        const sge* g = &q.recv_sges[size_t(slot) * q.cap.max_recv_sge];
+        q.srq->pool.emplace_front(q.recvs[slot], std::vector<sge>(g, g + q.recvs[slot].num_sge));
+    }
+    q.rq.tail = q.rq.sub;
+}
+
+namespace {
+// One receive from the SRQ's pool into q's ring (srq_refill's step, past its share).
+void srq_take_one(vqp& q)
+{
+    vsrq& s = *q.srq;
+    const uint32_t slot = q.rq.slot(q.rq.tail);
+    auto& [rec, sges] = s.pool.front();
+    q.recvs[slot] = rec;
+    for (size_t i = 0; i < sges.size(); ++i) {
+        q.recv_sges[size_t(slot) * q.cap.max_recv_sge + i] = sges[i];
+    }
+    s.pool.pop_front();
+    ++q.rq.tail;
+}
+} // namespace
+
+void on_recv_wanted(vcontext& c, const recv_wanted& w)
+{
+    vqp* q = nullptr;
+    for (const auto& [qpn, o] : c.qps) {
+        if (o->conn == w.conn && o->rx_stream == w.stream) {
+            q = o;
+            break;
         }
-        q.rq.tail = q.rq.sub;
+    }
+    if (q == nullptr || q->srq == nullptr || q->rq.full()) {
+        return; // a plain QP's receives are its application's to post
+    }
+    vsrq& s = *q->srq;
+    // Each QP on an SRQ holds a share of its receives in the core; one whose share is
+    // spent while a sibling's lie unclaimed would answer RNR for ever. The pool first,
+    // else a sibling's unclaimed receives go back to it.
+    for (auto it = c.qps.begin(); s.pool.empty() && it != c.qps.end(); ++it) {
+        vqp& o = *it->second;
+        if (&o == q || o.srq != &s || o.conn == k_no_conn || o.rq.tail == o.rq.head) {
+            continue;
+        }
+        const uint32_t n = c.node->ep().withdraw_recvs(o.conn, o.rx_stream);
+        o.rq.sub -= n;
+        o.clean_stream = o.rq.sub == o.rq.head;
+        srq_give_back(o);
+        mark_dirty(c, o); // takes its share again from what is left
+    }
+    if (!s.pool.empty()) {
+        srq_take_one(*q);
+        mark_dirty(c, *q);
     }
 }
 
@@ -342,14 +395,7 @@ void srq_refill(vcontext& c, vqp& q)
     const uint32_t users = s.users > 0 ? uint32_t(s.users) : 1;
     const uint64_t target = std::max<uint32_t>(1, std::min<uint32_t>(s.max_wr / users, 256));
     while (q.rq.tail - q.rq.head < target && !q.rq.full() && !s.pool.empty()) {
-        const uint32_t slot = q.rq.slot(q.rq.tail);
-        auto& [rec, sges] = s.pool.front();
-        q.recvs[slot] = rec;
-        for (size_t i = 0; i < sges.size(); ++i) {
-            q.recv_sges[size_t(slot) * q.cap.max_recv_sge + i] = sges[i];
-        }
-        s.pool.pop_front();
-        ++q.rq.tail;
+        srq_take_one(q);
     }
     if (s.limit != 0 && s.pool.size() < s.limit) {
         s.limit = 0; // armed once per ibv_modify_srq(IBV_SRQ_LIMIT)

@@ -12,6 +12,7 @@ using namespace detail;
 namespace {
 constexpr uint32_t k_reply_queue = 1024;
 constexpr uint32_t k_event_queue = 4096;
+constexpr uint32_t k_wanted_queue = 256;
 
 const endpoint_config& checked(const endpoint_config& c)
 {
@@ -31,7 +32,7 @@ endpoint::impl::impl(const endpoint_config& c)
       rates(c.inbound_capacity_mbps, c.hint_utilization, c.rate_epoch_ns,
             std::min<uint32_t>(c.max_connections, 0xfffe)),
       rng_state(c.seed ^ 0x6a09e667f3bcc909ull), conns(std::min<uint32_t>(c.max_connections, 0xfffe)), generation(conns.size(), 0),
-      ready(conns.size() * 2), ack_ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue)
+      ready(conns.size() * 2), ack_ready(conns.size() * 2), replies(k_reply_queue), cq(c.cq_depth), events(k_event_queue), wanted(k_wanted_queue)
 {
     free_slots.reserve(conns.size());
     for (uint32_t i = uint32_t(conns.size()); i > 0; --i) {
@@ -356,15 +357,22 @@ size_t endpoint::poll_cq(std::span<completion> out)
     return n;
 }
 
-size_t endpoint::poll_events(std::span<conn_event> out)
+namespace {
+template <typename T>
+size_t drain(detail::fixed_ring<T>& ring, std::span<T> out) noexcept
 {
     size_t n = 0;
-    while (n < out.size() && !impl_->events.empty()) {
-        out[n++] = impl_->events.front();
-        impl_->events.pop();
+    while (n < out.size() && !ring.empty()) {
+        out[n++] = ring.front();
+        ring.pop();
     }
     return n;
 }
+} // namespace
+
+size_t endpoint::poll_events(std::span<conn_event> out) { return drain(impl_->events, out); }
+
+size_t endpoint::poll_recv_wanted(std::span<recv_wanted> out) { return drain(impl_->wanted, out); }
 
 
 bool endpoint::acks_owed() const noexcept

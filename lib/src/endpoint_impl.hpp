@@ -100,6 +100,7 @@ struct endpoint::impl {
     detail::fixed_ring<ctrl_reply> replies;
     detail::fixed_ring<completion> cq;
     detail::fixed_ring<conn_event> events;
+    detail::fixed_ring<recv_wanted> wanted;         // RNR for want of a posted receive
     std::vector<uint32_t> cq_waiters;
     std::vector<timer_entry> timers;                // min-heap
     // The headers of the request packet built last (build_from_record): the next packet

@@ -238,6 +238,9 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
                 if (oi.consumes_recv &&
                     (seq_lt(p.recv_seq, ss->rq_consumed) || !seq_lt(p.recv_seq, ss->rq_posted))) {
                     o.v = seq_lt(p.recv_seq, ss->rq_consumed) ? verdict::drop : verdict::rnr;
+                    if (o.v == verdict::rnr) {
+                        wanted.push(recv_wanted{c.id, p.stream}); // full: the retry repeats it
+                    }
                 } else if (oi.has_reth) {
                     const uint32_t need = p.op == wire::opcode::read_req ? access::remote_read
                                                                           : access::remote_write;

@@ -17,6 +17,14 @@
 //              budget: once it runs again, the peer QP binds and the WRITE lands
 //   latepeer   the peer node opens 350 ms after a QP's SEND was posted: connecting
 //              outlasts that (the QP's budget is ~0.5 s) and the SEND lands
+//   contexts   the device opened twice in one process (one METAROCE_ADDR): one node,
+//              one GID; a QP of each context connected to the other, data compared;
+//              the first context closed before the second
+//   refusals   what an HCA refuses is refused, with its errno: a CQ on a completion
+//              vector the device lacks, an AH without a GRH on RoCE, a GID table buffer
+//              too small, rereg_mr (not offered: EOPNOTSUPP); the vendor id is not 0
+//   srq        one SRQ under four QPs, one receive posted at a time, SENDs on each QP
+//              in turn: every SEND lands (no QP's share of the SRQ starves another)
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -25,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 
 #include <malloc.h>
@@ -649,6 +658,129 @@ int mode_modify()
     return failures;
 }
 
+int mode_contexts()
+{
+    ibv_context* c1 = open_metaroce();
+    ibv_context* c2 = open_metaroce();
+    REQUIRE(c1 != c2);
+    const ibv_gid g1 = gid_of(c1), g2 = gid_of(c2);
+    CHECK(std::memcmp(g1.raw, g2.raw, sizeof g1.raw) == 0);
+    side a = make_side(c1, 1 << 20, nullptr, 64), b = make_side(c2, 1 << 20, nullptr, 64);
+    connect_pair(a, b);
+    exercise(a, b);
+    close_side(a);
+    CHECK(ibv_close_device(c1) == 0); // the node stays for c2
+    close_side(b);
+    CHECK(ibv_close_device(c2) == 0);
+    ibv_context* c3 = open_metaroce(); // and opens again once both are gone
+    CHECK(ibv_close_device(c3) == 0);
+    return failures;
+}
+
+int mode_refusals()
+{
+    ibv_context* ctx = open_metaroce();
+    ibv_device_attr da{};
+    REQUIRE(ibv_query_device(ctx, &da) == 0);
+    CHECK(da.vendor_id != 0);
+    errno = 0;
+    CHECK(ibv_create_cq(ctx, 16, nullptr, nullptr, ctx->num_comp_vectors) == nullptr && errno == EINVAL);
+    ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, ctx->num_comp_vectors - 1);
+    CHECK(cq != nullptr);
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    REQUIRE(pd != nullptr);
+    ibv_ah_attr ah{};
+    ah.port_num = 1;
+    errno = 0;
+    CHECK(ibv_create_ah(pd, &ah) == nullptr && errno == EINVAL); // no GRH
+    ah.is_global = 1;
+    ah.grh.dgid = gid_of(ctx);
+    ah.grh.hop_limit = 1;
+    ibv_ah* good = ibv_create_ah(pd, &ah);
+    CHECK(good != nullptr);
+    ibv_gid_entry entries[1];
+    CHECK(ibv_query_gid_table(ctx, entries, 0, 0) == -EINVAL);
+    CHECK(ibv_query_gid_table(ctx, entries, 1, 0) == 1 && entries[0].gid_type == IBV_GID_TYPE_ROCE_V2);
+    std::vector<uint8_t> buf(4096);
+    ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr != nullptr);
+    errno = 0;
+    CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE) != 0 &&
+          errno == EOPNOTSUPP);
+    CHECK(ibv_dereg_mr(mr) == 0);
+    if (good != nullptr) {
+        CHECK(ibv_destroy_ah(good) == 0);
+    }
+    if (cq != nullptr) {
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+    CHECK(ibv_dealloc_pd(pd) == 0);
+    CHECK(ibv_close_device(ctx) == 0);
+    return failures;
+}
+
+int mode_srq()
+{
+    constexpr int k_qps = 4;
+    constexpr size_t k_msg = 1000;
+    ibv_context* ctx = open_metaroce();
+    side server = make_side(ctx, k_qps * 64 * k_msg);
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 256;
+    sa.attr.max_sge = 1;
+    ibv_srq* srq = ibv_create_srq(server.pd, &sa);
+    REQUIRE(srq != nullptr);
+    CHECK(ibv_destroy_qp(server.qp) == 0);
+    ibv_qp* sq[k_qps];
+    side client[k_qps];
+    for (int i = 0; i < k_qps; ++i) {
+        ibv_qp_init_attr a{};
+        a.send_cq = server.cq;
+        a.recv_cq = server.cq;
+        a.srq = srq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = 16;
+        a.cap.max_send_sge = 1;
+        sq[i] = ibv_create_qp(server.pd, &a);
+        REQUIRE(sq[i] != nullptr);
+        client[i] = make_side(ctx, k_msg);
+        server.qp = sq[i];
+        connect_pair(client[i], server);
+    }
+    // One receive at a time, the SENDs on each QP in turn: a receive handed to one QP
+    // must reach the QP whose SEND comes next.
+    for (int m = 0; m < 8 * k_qps; ++m) {
+        const int i = m % k_qps;
+        const size_t off = size_t(m) * k_msg;
+        ibv_sge rs = sg(server, off, uint32_t(k_msg));
+        ibv_recv_wr rw{};
+        ibv_recv_wr* bad = nullptr;
+        rw.wr_id = 1000 + uint64_t(m);
+        rw.sg_list = &rs;
+        rw.num_sge = 1;
+        REQUIRE(ibv_post_srq_recv(srq, &rw, &bad) == 0);
+        fill(client[i].buf, 0, k_msg, uint8_t(m));
+        REQUIRE(post_send(client[i], IBV_WR_SEND, {sg(client[i], 0, uint32_t(k_msg))}, uint64_t(m),
+                          IBV_SEND_SIGNALED) == 0);
+        const ibv_wc wc = wait_wc(server.cq);
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000 + uint64_t(m) && wc.byte_len == k_msg);
+        CHECK(wc.qp_num == sq[i]->qp_num);
+        CHECK(same(server.buf.data() + off, client[i].buf.data(), k_msg));
+        const ibv_wc sw = wait_wc(client[i].cq);
+        CHECK(sw.status == IBV_WC_SUCCESS && sw.wr_id == uint64_t(m));
+    }
+    for (int i = 0; i < k_qps; ++i) {
+        CHECK(ibv_destroy_qp(sq[i]) == 0);
+        close_side(client[i]);
+    }
+    CHECK(ibv_destroy_srq(srq) == 0);
+    CHECK(ibv_dereg_mr(server.mr) == 0);
+    CHECK(ibv_destroy_cq(server.cq) == 0);
+    CHECK(ibv_dealloc_pd(server.pd) == 0);
+    CHECK(ibv_close_device(ctx) == 0);
+    return failures;
+}
+
 int mode_deadpeer(const char* peer_addr)
 {
     ibv_context* ctx = open_metaroce();
@@ -778,6 +910,12 @@ int main(int argc, char** argv)
         r = mode_modify();
     } else if (mode == "deadpeer" && argc > 2) {
         r = mode_deadpeer(argv[2]);
+    } else if (mode == "contexts") {
+        return mode_contexts();
+    } else if (mode == "refusals") {
+        return mode_refusals();
+    } else if (mode == "srq") {
+        return mode_srq();
     } else if (mode == "stall") {
         r = mode_stall();
     } else if (mode == "latepeer") {

@@ -51,6 +51,9 @@ public:
     uint32_t orphan_sends(conn_id c, uint16_t stream);
     size_t poll_cq(std::span<completion> out);
     size_t poll_events(std::span<conn_event> out);
+    // Streams that answered a SEND "receive not ready" since the last call (bounded: when
+    // the queue is full a notice is dropped; the SEND's retry after the RNR delay repeats it).
+    size_t poll_recv_wanted(std::span<recv_wanted> out);
 
     // Datapath.
     void on_packet(const rx_meta& meta, std::span<const uint8_t> bytes, uint64_t now_ns);

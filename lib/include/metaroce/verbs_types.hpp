@@ -103,4 +103,12 @@ struct conn_event {
     bool incoming = false;   // the peer initiated it
 };
 
+// A stream that a SEND found with no receive posted for it (answered RNR, spec 8.2),
+// polled like events: a front end that hands receives out from a pool several streams
+// share (a Verbs SRQ) gives that stream one, or the SEND would wait for ever.
+struct recv_wanted {
+    conn_id conn = k_no_conn;
+    uint16_t stream = 0;
+};
+
 } // namespace metaroce
