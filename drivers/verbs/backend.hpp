@@ -30,6 +30,10 @@ public:
     // Readable while packets wait (the progress thread sleeps on it), or -1: a poll
     // mode port that nothing signals (the progress thread naps briefly instead).
     virtual int wait_fd() const noexcept = 0;
+    // false: a backend this process cannot make again once it is gone (DPDK: the EAL
+    // and its vdev ports start once), so the device's last close keeps the node, idle,
+    // for the next open with the same settings.
+    virtual bool remakeable() const noexcept { return true; }
     // Longest nap of an idle progress thread that cannot sleep on wait_fd().
     virtual uint64_t max_idle_nap_ns() const noexcept { return 0; }
     // Backend counters worth a line in the METAROCE_LOG close summary ("" if none).

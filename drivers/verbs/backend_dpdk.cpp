@@ -117,6 +117,7 @@ public:
         g_open = false;
     }
     endpoint& ep() noexcept override { return n_->w().ep(); }
+    bool remakeable() const noexcept override { return false; }
     const std::vector<uint32_t>& plane_addrs() const noexcept override { return planes_; }
     uint32_t max_mrs() const noexcept override { return endpoint_config{}.max_mrs; }
     bool poll(uint64_t now_ns) override { return n_->w().poll(now_ns); }

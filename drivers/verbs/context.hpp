@@ -51,6 +51,7 @@ struct vhandle {
 struct vcontext : vhandle {          // the handle opened first, and the device state
     std::mutex mu;
     std::vector<vhandle*> handles;   // every open handle, this one first
+    bool parked = false;             // no handles, kept for the next open (remakeable())
     settings st;
     std::unique_ptr<backend> node;   // UDP sockets or DPDK ports (backend.hpp)
     std::vector<uint32_t> planes;    // plane addresses; [0] is the node address
@@ -95,6 +96,8 @@ bool is_our_cmd_fd(int fd);
 // A new node and its progress thread; the last handle's close stops and frees it.
 vcontext* open_context(settings st, std::string& err);
 void close_context(vcontext* c);
+// Stops the progress thread after the last ACKs left, and logs the close summary.
+void quiesce(vcontext* c);
 void install_context_ops(verbs_context& v);
 
 // All below: called with c.mu held.

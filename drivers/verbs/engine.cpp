@@ -214,6 +214,20 @@ ibv_context* open_device(std::string& err)
     }
     std::lock_guard<std::mutex> g(g_open_mu);
     for (vcontext* c : g_open) {
+        if (same_node(c->st, st) && c->parked) {
+            // The node the last close kept (its backend cannot be made again): this
+            // open is its first handle again, and its progress thread runs again.
+            if (!init_handle(*c, *c)) {
+                err = std::string("pipe: ") + std::strerror(errno);
+                return nullptr;
+            }
+            c->handles.push_back(c);
+            c->parked = false;
+            c->stop.store(false);
+            c->progress = std::thread(progress_loop, c);
+            logf(*c, "opened metaroce0 again on %s:%u", format_ipv4(c->addr).c_str(), c->st.port);
+            return &c->vctx.context;
+        }
         if (same_node(c->st, st)) {
             auto h = std::make_unique<vhandle>();
             if (!init_handle(*h, *c)) {
@@ -272,11 +286,16 @@ int close_device(ibv_context* ctx)
                 return 0;
             }
         }
+        close_handle(*h);
+        if (h != c) {
+            delete h;
+        }
+        if (!c->node->remakeable()) {
+            quiesce(c);
+            c->parked = true;
+            return 0;
+        }
         g_open.erase(std::find(g_open.begin(), g_open.end(), c));
-    }
-    close_handle(*h);
-    if (h != c) {
-        delete h;
     }
     close_context(c);
     return 0;
@@ -328,6 +347,17 @@ vcontext* open_context(settings st, std::string& err)
 
 void close_context(vcontext* c)
 {
+    quiesce(c);
+    close(c->wakefd);
+    close(c->epfd);
+    // The node first: its worker flushes frames that may refer to the control area in
+    // place (DPDK zero copy), which the context's other members hold.
+    c->node.reset();
+    delete c;
+}
+
+void quiesce(vcontext* c)
+{
     c->stop.store(true);
     wake(*c);
     c->progress.join();
@@ -365,12 +395,6 @@ void close_context(vcontext* c)
         // every other QP of the peer still has posted. Idle detection (spec 7.8)
         // frees the peer's side.
     }
-    close(c->wakefd);
-    close(c->epfd);
-    // The node first: its worker flushes frames that may refer to the control area in
-    // place (DPDK zero copy), which the context's other members hold.
-    c->node.reset();
-    delete c;
 }
 
 void wake(vcontext& c) noexcept

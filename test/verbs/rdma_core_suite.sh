@@ -4,7 +4,8 @@
 # would run it against an HCA. Every test must pass or skip (the suite skips what a
 # device reports it lacks: UD, XRC, atomics, ODP, memory windows, device memory, ...),
 # and the RC traffic tests that carry data between two QPs of the device must pass.
-#   rdma_core_suite.sh METAROCE_RUN NODE_ADDR
+#   rdma_core_suite.sh METAROCE_RUN NODE_ADDR   (METAROCE_BACKEND, METAROCE_EAL from the
+#   environment pick the backend)
 set -u
 run=$1 addr=$2
 src=/usr/share/doc/rdma-core/tests
