@@ -5,7 +5,6 @@
 
 #include <rte_bus.h>
 #include <rte_dev.h>
-#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -35,29 +34,6 @@ rte_device* port_device(uint16_t port)
     return rte_eth_dev_info_get(port, &info) == 0 ? info.device : nullptr;
 }
 
-// net_memif with zero-copy=yes hands its peer offsets into the memory it shares: DPDK's
-// first memseg list (its region 1; eth_memif_tx_zc computes every offset from there).
-bool memif_zero_copy(uint16_t port)
-{
-    rte_eth_dev_info info{};
-    if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == nullptr ||
-        std::string_view(info.driver_name) != "net_memif" || info.device == nullptr) {
-        return false;
-    }
-    const rte_devargs* da = rte_dev_devargs(info.device);
-    const std::string args = da != nullptr && da->args != nullptr ? da->args : "";
-    return ("," + args + ",").find(",zero-copy=yes,") != std::string::npos;
-}
-
-const rte_memseg_list* first_memseg_list()
-{
-    const rte_memseg_list* first = nullptr;
-    rte_memseg_walk([](const rte_memseg_list* msl, const rte_memseg*, void* arg) {
-        *static_cast<const rte_memseg_list**>(arg) = msl;
-        return 1; // the first one is enough
-    }, &first);
-    return first;
-}
 
 } // namespace
 
@@ -132,15 +108,6 @@ void extbuf_regions::map_for_dma(region& r)
     for (size_t i = 0; i < ports_.size(); ++i) {
         rte_device* dev = port_device(ports_[i]);
         const std::string port = "; port " + std::to_string(ports_[i]);
-        if (memif_zero_copy(ports_[i])) {
-            const rte_memseg_list* msl = r.dpdk_memory ? rte_mem_virt2memseg_list(r.base) : nullptr;
-            const bool shared = msl != nullptr && msl == first_memseg_list() &&
-                                rte_mem_virt2memseg_list(r.base + r.len - 1) == msl;
-            r.usable_ports |= shared ? 1u << i : 0;
-            r.dma_note += port + (shared ? ": memif zero-copy, in its shared memory"
-                                         : ": memif zero-copy, outside the memory it shares (copied)");
-            continue;
-        }
         if (r.dpdk_memory || dev == nullptr || rte_dev_bus(dev) == nullptr ||
             std::string_view(rte_bus_name(rte_dev_bus(dev))) == "vdev") {
             r.usable_ports |= 1u << i; // DPDK's memory is mapped; a virtual device reads with the CPU
@@ -207,7 +174,22 @@ bool extbuf_regions::attach(rte_mbuf* m, const uint8_t* host, uint32_t len, size
     if (rte_eal_iova_mode() == RTE_IOVA_VA) {
         iova = reinterpret_cast<uintptr_t>(host);
     } else if (r->dpdk_memory) {
-        iova = rte_mem_virt2iova(host);
+        // Not rte_mem_virt2iova: with IOVA as PA it reads /proc/self/pagemap (open, seek,
+        // read, close) on every call, which cut write_bw 64 KiB over memif to a quarter.
+        // The segment's IOVA is looked up once per segment (a hugepage), then kept.
+        if (host < r->seg_lo || host + len > r->seg_hi) {
+            const rte_memseg* ms = rte_mem_virt2memseg(host, nullptr);
+            if (ms == nullptr || ms->iova == RTE_BAD_IOVA) {
+                return false;
+            }
+            r->seg_lo = static_cast<const uint8_t*>(ms->addr);
+            r->seg_hi = r->seg_lo + ms->len;
+            r->seg_iova = ms->iova;
+            if (host + len > r->seg_hi) {
+                return false; // spans two pages that need not be contiguous: copied
+            }
+        }
+        iova = r->seg_iova + rte_iova_t(host - r->seg_lo);
     }
     rte_mbuf_ext_refcnt_update(&r->shinfo, 1);
     rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(host), iova, uint16_t(len), &r->shinfo);

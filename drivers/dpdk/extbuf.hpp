@@ -36,6 +36,10 @@ public:
         uint32_t usable_ports = 0;         // bit i: ports[i] may read it (DMA mapped or CPU)
         std::vector<bool> mapped;          // per port: rte_dev_dma_map succeeded
         std::string dma_note;              // what registering for DMA did, for diagnostics
+        // IOVA-as-PA: the DPDK memory segment the last frame came from (IOVA contiguous).
+        const uint8_t* seg_lo = nullptr;
+        const uint8_t* seg_hi = nullptr;
+        rte_iova_t seg_iova = RTE_BAD_IOVA;
         uint32_t in_flight() const noexcept { return uint32_t(rte_mbuf_ext_refcnt_read(&shinfo)) - 1; }
     };
 

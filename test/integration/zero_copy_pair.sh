@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A verified metaroce-perf pair over net_memif (perf_pair.sh) that also checks how the
 # payloads left: MODE zc (the default: sent in place from the registered buffer,
-# dpdk/extbuf.hpp), memif_zc (the same over net_memif zero-copy=yes), or copy (--tx-copy,
-# copied into mbufs); or MODE small_bsize: with
+# dpdk/extbuf.hpp), memif_zc (over net_memif zero-copy=yes, which DPDK 22.11 cannot be
+# trusted with chains: whole frames, none in place; port.cpp zero_copy_refusal), or copy
+# (--tx-copy, copied into mbufs); or MODE small_bsize: with
 # memif's default 2 KiB buffers the MTU's frames do not fit, which both sides refuse
 # (DPDK 22.11's memif corrupts frames that span buffers; port.cpp check_memif_bsize).
 #   zero_copy_pair.sh PERF_BINARY MODE TEST [metaroce-perf options...]
@@ -12,8 +13,8 @@ here=$(dirname "$(realpath "$0")")
 out=$(mktemp -d /tmp/metaroce-zc.XXXXXX)
 extra=(--counters)
 [ "$mode" = copy ] && extra+=(--tx-copy)
-# memif's own zero copy: the client passes mbufs (ours, attached to the buffer) to the
-# server's side of the shared memory, which needs one file for DPDK's memory.
+# memif's own zero copy: the client passes its mbufs to the server's side of the shared
+# memory, which needs one file for DPDK's memory.
 [ "$mode" = memif_zc ] && export PERF_PAIR_VDEV=,zero-copy=yes PERF_PAIR_EAL=--single-file-segments
 if [ "$mode" = small_bsize ]; then
   PERF_PAIR_BSIZE= PERF_PAIR_OUT=$out "$here/perf_pair.sh" "$perf" "$test_name" "$@" >"$out/pair.log" 2>&1
@@ -33,10 +34,10 @@ zc=$(count tx_zero_copy); copied=$(count tx_payload_copied)
 echo "$test_name $mode: rc $rc, frames sent in place $zc, payloads copied into mbufs $copied"
 if [ $rc -ne 0 ]; then
   cat "$out/pair.log"
-elif [ "$mode" != copy ] && { [ "$zc" -lt 100 ] || [ "$copied" -gt 20 ]; }; then
+elif [ "$mode" = zc ] && { [ "$zc" -lt 100 ] || [ "$copied" -gt 20 ]; }; then
   echo "expected the data frames in place (only the unregistered control buffer copied)"; rc=1
-elif [ "$mode" = copy ] && [ "$zc" -ne 0 ]; then
-  echo "--tx-copy sent frames in place"; rc=1
+elif [ "$mode" != zc ] && [ "$zc" -ne 0 ]; then
+  echo "$mode: frames were sent as chains in place"; rc=1
 fi
 rm -rf "$out"
 exit $rc
