@@ -7,10 +7,13 @@
 # Raw and transport runs alternate (raw, ours, raw, ours, ...) for --rounds rounds, so a
 # noisy neighbour hurts both alike; it prints the medians and the ratio of the medians.
 #   ./scripts/bench.sh [--out FILE] [--seconds N] [--rounds N] [--workers N] [--quick]
-#                      [--build DIR] [--no-core]
+#                      [--build DIR] [--no-core] [--hugepages | --memif-zero-copy]
 # --workers N: lcores (transport workers) per metaroce-perf process, and -q N (more
 #   workers than cores: they float over all cores with --yield-idle).
 # --quick: one round of 1-second runs, for the test suite (checks the mechanics).
+# --hugepages: both sides on hugepages instead of --no-huge (as root it reserves 512 2 MiB
+#   pages when fewer are free, and gives back what it took); --memif-zero-copy: that and memif's zero-copy=yes on
+#   the client side (with --single-file-segments), raw testpmd included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=
@@ -18,6 +21,7 @@ secs=2
 rounds=3
 workers=1
 core=1
+memory=no-huge
 build=${BUILD_DIR:-build}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,7 +32,9 @@ while [ $# -gt 0 ]; do
     --quick) secs=1; rounds=1; shift ;;
     --build) build=$2; shift 2 ;;
     --no-core) core=0; shift ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    --hugepages) memory=hugepages; shift ;;
+    --memif-zero-copy) memory=memif-zero-copy; shift ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1'" >&2; exit 1 ;;
   esac
 done
@@ -36,12 +42,36 @@ perf=$build/app/metaroce-perf/metaroce-perf
 [ -x "$perf" ] || ninja -C "$build" app/metaroce-perf/metaroce-perf
 
 dir=$(mktemp -d /tmp/metaroce-bench.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+pages_before=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+pages_set=0
+cleanup() {
+  [ "$pages_set" = 1 ] && echo "$pages_before" >/proc/sys/vm/nr_hugepages
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 tag=$$ # file prefixes of our own, so two benches (or a bench and a test) never collide
 eal=(--no-pci --no-huge -m 512 --log-level='*:warning')
+zc_arg=
+if [ "$memory" != no-huge ]; then
+  # Two processes of -m 512 each: 1 GiB of 2 MiB pages.
+  free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+  if [ "${free:-0}" -lt 512 ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "bench: --$memory needs 512 free hugepages (or root to reserve them)" >&2; exit 1; }
+    echo $((pages_before + 512 - ${free:-0})) >/proc/sys/vm/nr_hugepages && pages_set=1
+  fi
+  grep -q ' /dev/hugepages hugetlbfs' /proc/mounts ||
+    { echo "bench: hugetlbfs is not mounted on /dev/hugepages" >&2; exit 1; }
+  eal=(--no-pci -m 512 --log-level='*:warning')
+  if [ "$memory" = memif-zero-copy ]; then
+    eal+=(--single-file-segments) # memif shares DPDK's memory as one file
+    zc_arg=,zero-copy=yes
+  fi
+fi
 mtu=4096
 frame=$((42 + 20 + 24 + 16 + 4 + mtu))   # Eth/IPv4/UDP + largest transport headers + payload
-vdev() { echo "net_memif0,role=$1,socket=$dir/m.sock,socket-abstract=no,bsize=8192"; }
+vdev() { # vdev ROLE: the client's side carries memif's zero copy, when asked
+  echo "net_memif0,role=$1,socket=$dir/m.sock,socket-abstract=no,bsize=8192$([ "$1" = client ] && echo "$zc_arg")"
+}
 wait_sock() { for _ in $(seq 100); do [ -S "$dir/m.sock" ] && return; sleep 0.1; done; }
 ncpu=$(nproc)
 all_cpus="0-$((ncpu - 1))"
@@ -162,9 +192,9 @@ elif ! BUILD_DIR=$build scripts/core-budget.sh --json --build "$build" >"$dir/co
   echo '{}' >"$dir/core.json"
 fi
 
-python3 - "$dir" "$out" "$frame" "$mtu" "$secs" "$rounds" "$workers" "$raw_source" "$core_note" <<'PY'
+python3 - "$dir" "$out" "$frame" "$mtu" "$secs" "$rounds" "$workers" "$raw_source" "$core_note" "$memory" <<'PY'
 import json, statistics, sys
-d, out, frame, mtu, secs, rounds, workers, raw_source, core_note = sys.argv[1:10]
+d, out, frame, mtu, secs, rounds, workers, raw_source, core_note, memory = sys.argv[1:11]
 
 def runs(name):
     try:
@@ -191,7 +221,7 @@ def fmt(x):
     return "null" if x is None else "%.3f" % x
 
 print(f"\nmetaroce bench: one net_memif link, {workers} worker(s) per side, frame {frame} bytes "
-      f"(MTU {mtu}), {rounds} alternating round(s) of {secs} s runs; medians")
+      f"(MTU {mtu}), {rounds} alternating round(s) of {secs} s runs, memory {memory}; medians")
 print("%-44s %12s %8s  %s" % ("measurement", "median", "ratio", "runs"))
 def row(label, v, base, rs):
     r = ratio(v, base)
@@ -225,6 +255,7 @@ if out:
                    "write_lat": ratio(M["wlat"], M["rawlat"])},
         "runs": {"raw_gbps": raw_runs, **R},
         "workers": int(workers), "rounds": int(rounds), "seconds_per_run": int(secs),
+        "memory": memory,
         "core_ns_per_packet": core.get("core_ns_per_packet"),
         "core_instructions_per_packet": core.get("core_instructions_per_packet"),
         "core_instructions_per_round_trip": core.get("core_instructions_per_round_trip"),

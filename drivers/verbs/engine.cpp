@@ -21,7 +21,6 @@
 
 namespace metaroce::verbs {
 
-
 namespace {
 
 constexpr uint32_t k_ctl_slot = 32;     // bytes per control slot
