@@ -294,7 +294,7 @@ void exercise(side& a, side& b)
 
     // Inline SEND from a stack buffer that is overwritten right after posting.
     if (a.qp->qp_type == IBV_QPT_RC) {
-        char msg[48];
+        char msg[48] = {};
         std::snprintf(msg, sizeof msg, "inline bytes over metaroce");
         const size_t ioff = big + 200000;
         REQUIRE(post_recv(b, {sg(b, ioff, 64)}, 23) == 0);
