@@ -164,32 +164,49 @@ extbuf_regions::region* extbuf_regions::lookup(const uint8_t* host, uint32_t len
     return nullptr;
 }
 
+bool extbuf_regions::iova_of(region& r, const uint8_t* host, uint32_t len, rte_iova_t& iova) noexcept
+{
+    if (rte_eal_iova_mode() == RTE_IOVA_VA) {
+        iova = reinterpret_cast<uintptr_t>(host);
+        return true;
+    }
+    if (!r.dpdk_memory) {
+        iova = RTE_BAD_IOVA; // only ports that read with the CPU were allowed this memory
+        return true;
+    }
+    // Not rte_mem_virt2iova: with IOVA as PA it reads /proc/self/pagemap (open, seek,
+    // read, close) on every call, which cut write_bw 64 KiB over memif to a quarter.
+    // The segment's IOVA is looked up once per segment (a hugepage), then kept.
+    if (host < r.seg_lo || host + len > r.seg_hi) {
+        const rte_memseg* ms = rte_mem_virt2memseg(host, nullptr);
+        if (ms == nullptr || ms->iova == RTE_BAD_IOVA) {
+            return false;
+        }
+        r.seg_lo = static_cast<const uint8_t*>(ms->addr);
+        r.seg_hi = r.seg_lo + ms->len;
+        r.seg_iova = ms->iova;
+        ++iova_lookups_;
+        if (host + len > r.seg_hi) {
+            return false; // spans two pages that need not be contiguous: copied
+        }
+    }
+    iova = r.seg_iova + rte_iova_t(host - r.seg_lo);
+    return true;
+}
+
+bool extbuf_regions::covers(const uint8_t* host, uint32_t len, size_t port) noexcept
+{
+    region* r = lookup(host, len, port);
+    rte_iova_t iova = RTE_BAD_IOVA;
+    return r != nullptr && len <= UINT16_MAX && iova_of(*r, host, len, iova);
+}
+
 bool extbuf_regions::attach(rte_mbuf* m, const uint8_t* host, uint32_t len, size_t port) noexcept
 {
     region* r = lookup(host, len, port);
-    if (r == nullptr || len > UINT16_MAX) {
-        return false;
-    }
     rte_iova_t iova = RTE_BAD_IOVA;
-    if (rte_eal_iova_mode() == RTE_IOVA_VA) {
-        iova = reinterpret_cast<uintptr_t>(host);
-    } else if (r->dpdk_memory) {
-        // Not rte_mem_virt2iova: with IOVA as PA it reads /proc/self/pagemap (open, seek,
-        // read, close) on every call, which cut write_bw 64 KiB over memif to a quarter.
-        // The segment's IOVA is looked up once per segment (a hugepage), then kept.
-        if (host < r->seg_lo || host + len > r->seg_hi) {
-            const rte_memseg* ms = rte_mem_virt2memseg(host, nullptr);
-            if (ms == nullptr || ms->iova == RTE_BAD_IOVA) {
-                return false;
-            }
-            r->seg_lo = static_cast<const uint8_t*>(ms->addr);
-            r->seg_hi = r->seg_lo + ms->len;
-            r->seg_iova = ms->iova;
-            if (host + len > r->seg_hi) {
-                return false; // spans two pages that need not be contiguous: copied
-            }
-        }
-        iova = r->seg_iova + rte_iova_t(host - r->seg_lo);
+    if (r == nullptr || len > UINT16_MAX || !iova_of(*r, host, len, iova)) {
+        return false;
     }
     rte_mbuf_ext_refcnt_update(&r->shinfo, 1);
     rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(host), iova, uint16_t(len), &r->shinfo);

@@ -58,19 +58,24 @@ public:
     // Attaches m (a fresh direct mbuf) to [host, host + len) when that lies in one region
     // port index `port` may read; false: not here (the caller copies).
     bool attach(rte_mbuf* m, const uint8_t* host, uint32_t len, size_t port) noexcept;
-    // Whether attach() would succeed, without touching anything.
-    bool covers(const uint8_t* host, uint32_t len, size_t port) noexcept { return lookup(host, len, port) != nullptr; }
+    // Whether attach() would succeed (it only finds, and keeps, the IOVA segment).
+    bool covers(const uint8_t* host, uint32_t len, size_t port) noexcept;
+    // IOVA-as-PA segment look-ups so far: one per hugepage a region's frames enter.
+    uint64_t iova_lookups() const noexcept { return iova_lookups_; }
 
     size_t size() const noexcept { return regions_.size(); }
 
 private:
     region* lookup(const uint8_t* host, uint32_t len, size_t port) noexcept;
+    // The IOVA a port DMAs [host, host + len) from; false: not one contiguous piece.
+    bool iova_of(region& r, const uint8_t* host, uint32_t len, rte_iova_t& iova) noexcept;
     void map_for_dma(region& r);
     void unmap(region& r) noexcept;
 
     std::vector<uint16_t> ports_;
     std::vector<std::unique_ptr<region>> regions_;
     size_t last_ = 0; // the last region hit: a run of packets comes from one region
+    uint64_t iova_lookups_ = 0;
 };
 
 } // namespace metaroce::dpdk

@@ -465,6 +465,7 @@ bool worker::chain_payload(rte_mbuf* m, const tx_frame& f) noexcept
     for (size_t i = 0; i < f.payload_refs && in_place; ++i) {
         in_place = ext_.covers(f.payload[i].host, f.payload[i].len, port);
     }
+    ctr_.tx_iova_lookups = ext_.iova_lookups();
     if (!in_place) {
         uint8_t* at = rte_pktmbuf_mtod_offset(m, uint8_t*, m->data_len);
         for (size_t i = 0; i < f.payload_refs; ++i) {
@@ -481,7 +482,10 @@ bool worker::chain_payload(rte_mbuf* m, const tx_frame& f) noexcept
         if (seg == nullptr) {
             return false; // the caller frees the chain built so far
         }
-        ext_.attach(seg, f.payload[i].host, f.payload[i].len, port);
+        if (!ext_.attach(seg, f.payload[i].host, f.payload[i].len, port)) {
+            rte_pktmbuf_free(seg); // covers() said it would: never, but not a short frame
+            return false;
+        }
         tail->next = seg;
         tail = seg;
         ++m->nb_segs;

@@ -30,6 +30,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(worker_counters, tx_queue_full, "bursts the port did not take whole (kept, retried)"),
     METAROCE_COUNTER(worker_counters, tx_port_stalled, "frames dropped: their port took nothing for 1 ms"),
     METAROCE_COUNTER(worker_counters, tx_zero_copy, "data frames sent with their payload in place (no copy)"),
+    METAROCE_COUNTER(worker_counters, tx_iova_lookups, "IOVA-as-PA: memory segments (hugepages) looked up for frames sent in place, once per segment entered"),
     METAROCE_COUNTER(worker_counters, tx_payload_copied, "data frames whose payload was copied (memory not registered for zero copy)"),
     METAROCE_COUNTER(worker_counters, tx_payload_inlined, "data frames whose short payload was copied behind the headers (shorter than tx_copy_below, 256 bytes)"),
     METAROCE_COUNTER(worker_counters, handoff_out, "frames handed to another worker"),

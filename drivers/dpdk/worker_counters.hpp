@@ -31,6 +31,7 @@ struct worker_counters {
     uint64_t tx_zero_copy = 0;     // data frames sent with their payload in place (extbuf.hpp)
     uint64_t tx_payload_copied = 0; // data frames whose payload was copied (memory not registered here)
     uint64_t tx_payload_inlined = 0; // data frames whose payload was copied for being short (tx_copy_below)
+    uint64_t tx_iova_lookups = 0;  // IOVA-as-PA: memory segments looked up for frames sent in place
     uint64_t handoff_out = 0;
     uint64_t handoff_in = 0;
     uint64_t handoff_drops = 0;

@@ -5,7 +5,8 @@
 # Each side runs in its own directory (s/, c/) so relative output files (--out_json)
 # do not collide; PERF_PAIR_OUT=DIR keeps them and the logs there.
 # PERF_PAIR_BSIZE (default 8192) is the memif buffer size; empty leaves the PMD default.
-# PERF_PAIR_VDEV: more memif arguments (",zero-copy=yes"); PERF_PAIR_EAL: more EAL options.
+# PERF_PAIR_VDEV: more memif arguments (",zero-copy=yes"); PERF_PAIR_EAL: more EAL options;
+# PERF_PAIR_HUGE=1: hugepages instead of --no-huge (the caller reserves them).
 set -u
 perf=$(realpath "$1"); test_name=$2; shift 2
 dir=$(mktemp -d /tmp/metaroce-it.XXXXXX)
@@ -13,6 +14,7 @@ mkdir -p "$dir/s" "$dir/c"
 bsize=${PERF_PAIR_BSIZE-8192}
 bopt=${bsize:+,bsize=$bsize}${PERF_PAIR_VDEV:-}
 eal=(--no-pci --no-huge -m 256 --log-level='*:warning' ${PERF_PAIR_EAL:-})
+[ "${PERF_PAIR_HUGE:-0}" = 1 ] && eal=(--no-pci -m 256 --log-level='*:warning' ${PERF_PAIR_EAL:-})
 cores=$(( $(nproc) > 1 ? 1 : 0 ))
 # One memif link per plane.
 planes=1
