@@ -34,7 +34,6 @@ rte_device* port_device(uint16_t port)
     return rte_eth_dev_info_get(port, &info) == 0 ? info.device : nullptr;
 }
 
-
 } // namespace
 
 extbuf_regions::~extbuf_regions()
