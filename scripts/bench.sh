@@ -11,9 +11,10 @@
 # --workers N: lcores (transport workers) per metaroce-perf process, and -q N (more
 #   workers than cores: they float over all cores with --yield-idle).
 # --quick: one round of 1-second runs, for the test suite (checks the mechanics).
-# --hugepages: both sides on hugepages instead of --no-huge (as root it reserves 512 2 MiB
-#   pages when fewer are free, and gives back what it took); --memif-zero-copy: that and memif's zero-copy=yes on
-#   the client side (with --single-file-segments), raw testpmd included.
+# --hugepages: both sides on hugepages instead of --no-huge (as root it reserves 512
+#   2 MiB pages when fewer are free, and gives back what it took); --memif-zero-copy:
+#   that and memif's zero-copy=yes on the client side (--single-file-segments), raw
+#   testpmd included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --no-core) core=0; shift ;;
     --hugepages) memory=hugepages; shift ;;
     --memif-zero-copy) memory=memif-zero-copy; shift ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1'" >&2; exit 1 ;;
   esac
 done
@@ -50,9 +51,11 @@ cleanup() {
 }
 trap cleanup EXIT
 tag=$$ # file prefixes of our own, so two benches (or a bench and a test) never collide
-eal=(--no-pci --no-huge -m 512 --log-level='*:warning')
+eal=(--no-pci -m 512 --log-level='*:warning')
 zc_arg=
-if [ "$memory" != no-huge ]; then
+if [ "$memory" = no-huge ]; then
+  eal+=(--no-huge)
+else
   # Two processes of -m 512 each: 1 GiB of 2 MiB pages.
   free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
   if [ "${free:-0}" -lt 512 ]; then
@@ -61,7 +64,6 @@ if [ "$memory" != no-huge ]; then
   fi
   grep -q ' /dev/hugepages hugetlbfs' /proc/mounts ||
     { echo "bench: hugetlbfs is not mounted on /dev/hugepages" >&2; exit 1; }
-  eal=(--no-pci -m 512 --log-level='*:warning')
   if [ "$memory" = memif-zero-copy ]; then
     eal+=(--single-file-segments) # memif shares DPDK's memory as one file
     zc_arg=,zero-copy=yes

@@ -162,11 +162,12 @@ bool same_node(const settings& a, const settings& b)
     return a.plane_addrs == b.plane_addrs && a.port == b.port && a.backend == b.backend;
 }
 
-// A handle's own context: the ops, the async event pipe. false (errno set) on failure.
-bool init_handle(vhandle& h, vcontext& owner)
+// A handle's own context: the ops, the async event pipe. false (and why) on failure.
+bool init_handle(vhandle& h, vcontext& owner, std::string& err)
 {
     int async[2];
     if (pipe2(async, O_CLOEXEC) != 0) {
+        err = std::string("pipe: ") + std::strerror(errno);
         return false;
     }
     fcntl(async[1], F_SETFL, O_NONBLOCK);
@@ -174,6 +175,7 @@ bool init_handle(vhandle& h, vcontext& owner)
     // dup() it to share the context get a valid one, and ibv_import_device knows it.
     const int cmd = memfd_create("metaroce-cmd", MFD_CLOEXEC);
     if (cmd < 0) {
+        err = std::string("memfd_create: ") + std::strerror(errno);
         close(async[0]);
         close(async[1]);
         return false;
@@ -212,32 +214,32 @@ ibv_context* open_device(std::string& err)
         st.paths = paths; // metaroce_set_paths (verbs_ext.h)
     }
     std::lock_guard<std::mutex> g(g_open_mu);
-    for (vcontext* c : g_open) {
-        if (same_node(c->st, st) && c->parked) {
-            // The node the last close kept (its backend cannot be made again): this
-            // open is its first handle again, and its progress thread runs again.
-            if (!init_handle(*c, *c)) {
-                err = std::string("pipe: ") + std::strerror(errno);
-                return nullptr;
-            }
-            c->handles.push_back(c);
-            c->parked = false;
-            c->stop.store(false);
-            c->progress = std::thread(progress_loop, c);
-            logf(*c, "opened metaroce0 again on %s:%u", format_ipv4(c->addr).c_str(), c->st.port);
-            return &c->vctx.context;
+    const auto same = std::find_if(g_open.begin(), g_open.end(),
+                                   [&](const vcontext* o) { return same_node(o->st, st); });
+    if (same != g_open.end() && (*same)->parked) {
+        // The node the last close kept (its backend cannot be made again): this open is
+        // its first handle again, and its progress thread runs again.
+        vcontext* c = *same;
+        if (!init_handle(*c, *c, err)) {
+            return nullptr;
         }
-        if (same_node(c->st, st)) {
-            auto h = std::make_unique<vhandle>();
-            if (!init_handle(*h, *c)) {
-                err = std::string("pipe: ") + std::strerror(errno);
-                return nullptr;
-            }
-            std::lock_guard<std::mutex> cg(c->mu);
-            c->handles.push_back(h.get());
-            logf(*c, "opened metaroce0 again (%zu contexts on this node)", c->handles.size());
-            return &h.release()->vctx.context;
+        c->handles.push_back(c);
+        c->parked = false;
+        c->stop.store(false);
+        c->progress = std::thread(progress_loop, c);
+        logf(*c, "opened metaroce0 again on %s:%u", format_ipv4(c->addr).c_str(), c->st.port);
+        return &c->vctx.context;
+    }
+    if (same != g_open.end()) {
+        vcontext* c = *same;
+        auto h = std::make_unique<vhandle>();
+        if (!init_handle(*h, *c, err)) {
+            return nullptr;
         }
+        std::lock_guard<std::mutex> cg(c->mu);
+        c->handles.push_back(h.get());
+        logf(*c, "opened metaroce0 again (%zu contexts on this node)", c->handles.size());
+        return &h.release()->vctx.context;
     }
     vcontext* c = open_context(std::move(st), err);
     if (c == nullptr) {
@@ -272,22 +274,19 @@ int close_device(ibv_context* ctx)
     vcontext* c = h->owner;
     {
         std::lock_guard<std::mutex> g(g_open_mu);
+        bool last = false;
         {
-            std::lock_guard<std::mutex> cg(c->mu);
+            std::lock_guard<std::mutex> cg(c->mu); // post_async walks the handles
             c->handles.erase(std::find(c->handles.begin(), c->handles.end(), h));
-            if (!c->handles.empty()) {
-                // The node stays for the other handles; the first handle's memory is
-                // the node's own, so it stays too (its ops and async pipe closed).
-                close_handle(*h);
-                if (h != c) {
-                    delete h;
-                }
-                return 0;
-            }
+            last = c->handles.empty();
         }
+        // The first handle's memory is the node's own: it stays with the node.
         close_handle(*h);
         if (h != c) {
             delete h;
+        }
+        if (!last) {
+            return 0; // the node stays for the other handles
         }
         if (!c->node->remakeable()) {
             quiesce(c);
@@ -322,8 +321,7 @@ vcontext* open_context(settings st, std::string& err)
     for (uint32_t s = k_ctl_slots - 1; s >= 1; --s) {
         c->ctl_free_tx.push_back(s);
     }
-    if (!init_handle(*c, *c)) {
-        err = std::string("pipe: ") + std::strerror(errno);
+    if (!init_handle(*c, *c, err)) {
         return nullptr;
     }
     c->handles.push_back(c.get());
@@ -466,23 +464,24 @@ void post_async(vcontext& c, ibv_event_type type, void* obj) noexcept
 {
     ibv_async_event e{};
     e.event_type = type;
-    switch (type) {
-    case IBV_EVENT_CQ_ERR: e.element.cq = static_cast<ibv_cq*>(obj); break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: e.element.srq = static_cast<ibv_srq*>(obj); break;
-    case IBV_EVENT_PORT_ACTIVE:
-    case IBV_EVENT_PORT_ERR: e.element.port_num = 1; break;
-    default: e.element.qp = static_cast<ibv_qp*>(obj); break;
-    }
     // To the handle the object was created on; a port event to every handle.
     ibv_context* owner = nullptr;
     switch (type) {
-    case IBV_EVENT_CQ_ERR: owner = e.element.cq->context; break;
+    case IBV_EVENT_CQ_ERR:
+        e.element.cq = static_cast<ibv_cq*>(obj);
+        owner = e.element.cq->context;
+        break;
     case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: owner = e.element.srq->context; break;
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        e.element.srq = static_cast<ibv_srq*>(obj);
+        owner = e.element.srq->context;
+        break;
     case IBV_EVENT_PORT_ACTIVE:
-    case IBV_EVENT_PORT_ERR: break;
-    default: owner = e.element.qp->context; break;
+    case IBV_EVENT_PORT_ERR: e.element.port_num = 1; break;
+    default:
+        e.element.qp = static_cast<ibv_qp*>(obj);
+        owner = e.element.qp->context;
+        break;
     }
     for (vhandle* h : c.handles) {
         if (owner == nullptr || owner == &h->vctx.context) {

@@ -344,19 +344,6 @@ uint32_t endpoint::orphan_sends(conn_id id, uint16_t stream)
     return impl_->orphan_sends(*c, stream);
 }
 
-size_t endpoint::poll_cq(std::span<completion> out)
-{
-    size_t n = 0;
-    while (n < out.size() && !impl_->cq.empty()) {
-        out[n++] = impl_->cq.front();
-        impl_->cq.pop();
-    }
-    if (n > 0) {
-        impl_->resume_cq_waiters();
-    }
-    return n;
-}
-
 namespace {
 template <typename T>
 size_t drain(detail::fixed_ring<T>& ring, std::span<T> out) noexcept
@@ -369,6 +356,16 @@ size_t drain(detail::fixed_ring<T>& ring, std::span<T> out) noexcept
     return n;
 }
 } // namespace
+
+size_t endpoint::poll_cq(std::span<completion> out)
+{
+    const size_t n = drain(impl_->cq, out);
+    if (n > 0) {
+        impl_->resume_cq_waiters();
+    }
+    return n;
+}
+
 
 size_t endpoint::poll_events(std::span<conn_event> out) { return drain(impl_->events, out); }
 

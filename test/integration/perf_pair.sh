@@ -13,8 +13,8 @@ dir=$(mktemp -d /tmp/metaroce-it.XXXXXX)
 mkdir -p "$dir/s" "$dir/c"
 bsize=${PERF_PAIR_BSIZE-8192}
 bopt=${bsize:+,bsize=$bsize}${PERF_PAIR_VDEV:-}
-eal=(--no-pci --no-huge -m 256 --log-level='*:warning' ${PERF_PAIR_EAL:-})
-[ "${PERF_PAIR_HUGE:-0}" = 1 ] && eal=(--no-pci -m 256 --log-level='*:warning' ${PERF_PAIR_EAL:-})
+eal=(--no-pci -m 256 --log-level='*:warning' ${PERF_PAIR_EAL:-})
+[ "${PERF_PAIR_HUGE:-0}" = 1 ] || eal+=(--no-huge)
 cores=$(( $(nproc) > 1 ? 1 : 0 ))
 # One memif link per plane.
 planes=1
