@@ -2,13 +2,17 @@
 
 #include <algorithm>
 
+#include "sim/traffic_pattern.hpp"
+
 namespace metaroce::sim {
 
 fabric::fabric(const scenario& s, event_queue& q, packet_pool& pool)
     : topo_(s.topology, s.seed, s.long_haul),
       q_(q),
       pool_(pool),
-      loss_(s.loss, s.topology.hosts * s.topology.planes, s.seed),
+      // The loss chain steps once per full-size packet time of a last hop.
+      loss_(s.loss, s.topology.hosts * s.topology.planes, s.seed,
+            sim_time(double(full_packet_wire_bytes(s)) * 8000.0 / s.topology.link_gbps + 0.5)),
       plane_failed_(s.topology.planes, 0)
 {
 }
@@ -89,7 +93,7 @@ hop_result fabric::on_arrival(uint32_t pkt, uint32_t link_id, sim_time now)
         return hop_result::forwarded;
     case link_kind::host_down:
         // Random loss is applied once per packet, here on its last hop.
-        if (loss_.drop(m.plane * topo_.hosts() + m.dst_host)) {
+        if (loss_.drop(m.plane * topo_.hosts() + m.dst_host, now)) {
             ++l.stats.loss_drops;
             ++stats_.loss_drops;
             drop(pkt);

@@ -116,13 +116,18 @@ double loss_free_bound_gbps(const scenario& s)
     const double rate = nics * (one_plane ? 1 : s.topology.planes) * s.topology.link_gbps;
     const uint64_t msg = message_payload(s);
     const uint64_t packets = (msg + s.transport.mtu - 1) / s.transport.mtu;
-    uint64_t per_packet = k_frame_overhead_bytes + wire::data_header_len(data_opcode(s.workload.op));
+    const uint64_t per_packet = full_packet_wire_bytes(s) - s.transport.mtu;
+    return rate * double(msg) / double(msg + packets * per_packet);
+}
+
+uint32_t full_packet_wire_bytes(const scenario& s)
+{
     if (s.protocol.kind == protocol_kind::rocev2_model) {
         // BTH + ICRC on every packet, RETH on the first: charge RETH to every packet
         // only in the one-packet case.
-        per_packet = k_frame_overhead_bytes + rocev2::data_len(rocev2::op::write_middle, 0);
+        return s.transport.mtu + k_frame_overhead_bytes + uint32_t(rocev2::data_len(rocev2::op::write_middle, 0));
     }
-    return rate * double(msg) / double(msg + packets * per_packet);
+    return s.transport.mtu + k_frame_overhead_bytes + uint32_t(wire::data_header_len(data_opcode(s.workload.op)));
 }
 
 } // namespace metaroce::sim

@@ -30,5 +30,7 @@ uint64_t messages_per_connection(const scenario& s);
 // the share of each wire byte that is payload (Ethernet/IP/UDP/FCS/IFG + transport
 // data headers counted per packet).
 double loss_free_bound_gbps(const scenario& s);
+// Wire bytes of a full-size data packet (mtu of payload, headers, framing).
+uint32_t full_packet_wire_bytes(const scenario& s);
 
 } // namespace metaroce::sim

@@ -226,7 +226,7 @@ TEST_CASE("iid loss drops the configured fraction", "[fabric][loss]")
     int drops = 0;
     const int n = 200'000;
     for (int i = 0; i < n; ++i) {
-        drops += m.drop(uint32_t(i % 4));
+        drops += m.drop(uint32_t(i % 4), sim_time(i));
     }
     CHECK(double(drops) / n == Approx(0.1).margin(0.004));
 }
@@ -235,7 +235,8 @@ TEST_CASE("gilbert loss has the configured mean rate and burst length", "[fabric
 {
     const double rate = 0.05;
     const double burst = 4;
-    loss_model m(loss_params{loss_kind::gilbert, rate, burst}, 1, 5);
+    const sim_time slot = 1000;
+    loss_model m(loss_params{loss_kind::gilbert, rate, burst}, 1, 5, slot);
     CHECK(m.p_bad_to_good() == Approx(0.25));
     CHECK(m.p_good_to_bad() == Approx(rate / (burst * (1 - rate))));
     int drops = 0;
@@ -243,13 +244,45 @@ TEST_CASE("gilbert loss has the configured mean rate and burst length", "[fabric
     bool prev = false;
     const int n = 400'000;
     for (int i = 0; i < n; ++i) {
-        const bool d = m.drop(0);
+        const bool d = m.drop(0, sim_time(i) * slot); // back to back: one slot apart
         drops += d;
         bursts += d && !prev;
         prev = d;
     }
     CHECK(double(drops) / n == Approx(rate).margin(0.005));
     CHECK(double(drops) / bursts == Approx(burst).margin(0.3));
+}
+
+TEST_CASE("a gilbert burst is a stretch of time: it does not outlive a silent link", "[fabric][loss]")
+{
+    // Pairs of packets: the second right behind the first (the next slot), or after a
+    // silence of 1,000 slots. Behind a loss the next packet is lost 1 - 1/b of the time;
+    // after the silence the chain has forgotten the loss, and it is lost at the mean
+    // rate. (A chain stepped per packet carried the burst across any silence: a link
+    // that saw only a set-up's retries lost them all in a row.)
+    const double rate = 0.1;
+    const double burst = 8;
+    const sim_time slot = 1000;
+    for (const uint64_t gap : {uint64_t(1), uint64_t(1000)}) {
+        loss_model m(loss_params{loss_kind::gilbert, rate, burst}, 1, 7, slot);
+        int after_loss = 0;
+        int lost_again = 0;
+        sim_time t = 0;
+        for (int i = 0; i < 400'000; ++i) {
+            t += 10'000 * slot; // pairs far apart
+            const bool first = m.drop(0, t);
+            const bool second = m.drop(0, t + gap * slot);
+            after_loss += first;
+            lost_again += first && second;
+        }
+        REQUIRE(after_loss > 1000);
+        const double p = double(lost_again) / after_loss;
+        if (gap == 1) {
+            CHECK(p == Approx(1 - 1 / burst).margin(0.03));
+        } else {
+            CHECK(p == Approx(rate).margin(0.03));
+        }
+    }
 }
 
 TEST_CASE("loss is applied once per packet, on the last hop", "[fabric][loss]")
