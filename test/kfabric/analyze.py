@@ -116,13 +116,18 @@ def main():
           f" ({len(ev)} events logged)")
 
     links = fabric_links(d / "fabric.txt")
+    spread = []
     for plane in sorted({p for p, _ in links}):
         per = [links[(plane, k)] for k in (0, 1) if (plane, k) in links]
         ab = [x[0] for x in per]
         ba = [x[2] for x in per]
         print(f"  ECMP plane {plane}: A->B frames per parallel link {ab}, B->A {ba}")
-        if a.mode == "loss":
-            check(all(x > 0 for x in ab + ba), f"plane {plane}: both parallel links carried frames (ECMP spread)")
+        spread.append(all(x > 0 for x in ab + ba))
+    if a.mode == "loss":
+        # The kernel hashes each path's UDP source port (random per connection): the 8
+        # paths of one plane all land on one of its two links 1 time in 128, on every
+        # plane 1 time in 16,384. One plane spreading shows ECMP at work.
+        check(any(spread), "the parallel links of a plane both carried frames (ECMP spread)")
 
     if a.mode == "loss":
         sent = sum(x[0] + x[2] for x in links.values())
