@@ -10,9 +10,9 @@ fabric::fabric(const scenario& s, event_queue& q, packet_pool& pool)
     : topo_(s.topology, s.seed, s.long_haul),
       q_(q),
       pool_(pool),
-      // The loss chain steps once per full-size packet time of a last hop.
+      // The loss chain steps once per full-size packet time of a last hop (all alike).
       loss_(s.loss, s.topology.hosts * s.topology.planes, s.seed,
-            sim_time(double(full_packet_wire_bytes(s)) * 8000.0 / s.topology.link_gbps + 0.5)),
+            topo_.at(topo_.host_down(0, 0)).serialization(full_packet_wire_bytes(s))),
       plane_failed_(s.topology.planes, 0)
 {
 }

@@ -18,15 +18,15 @@ loss_model::loss_model(const loss_params& p, uint32_t links, uint64_t seed, sim_
 }
 
 // The chain `steps` steps on from `bad`. One step is one draw; more are one draw from
-// the k-step distribution: P(Bad) = r + (s - r) * (1 - p_gb - p_bg)^k, s = 1 if Bad now.
+// the k-step distribution: P(Bad) = r + (s - r) * (1 - p_gb - p_bg)^k, s = 1 if Bad now
+// (r, the mean rate, is the chain's stationary Bad probability).
 bool loss_model::step_bad(bool bad, uint64_t steps) noexcept
 {
     if (steps == 1) {
         return bad ? rng_.uniform() >= p_bg_ : rng_.uniform() < p_gb_;
     }
-    const double stationary = p_gb_ / (p_gb_ + p_bg_);
     const double memory = std::pow(1.0 - p_gb_ - p_bg_, double(steps));
-    return rng_.uniform() < stationary + ((bad ? 1.0 : 0.0) - stationary) * memory;
+    return rng_.uniform() < rate_ + ((bad ? 1.0 : 0.0) - rate_) * memory;
 }
 
 bool loss_model::drop(uint32_t link, sim_time now) noexcept
