@@ -29,28 +29,24 @@ addrs() { # last octet
     echo "$a"
 }
 export METAROCE_BACKEND=dpdk
-METAROCE_EAL=$(eal server) METAROCE_ADDR=$(addrs 1) \
-    timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
-spid=$!
-# The client connects once: wait until the server listens on its -p port.
-port=
-prev=
-for a in "${server[@]}"; do
-    [ "$prev" = "-p" ] && port=$a
-    prev=$a
-done
-for _ in $(seq 100); do
-    if [ -n "$port" ] && ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; then
-        break
+. "$(dirname "$0")/pair_lib.sh"
+port=$(server_port "${server[@]}")
+for attempt in 1 2 3; do
+    METAROCE_EAL=$(eal server) METAROCE_ADDR=$(addrs 1) \
+        timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
+    spid=$!
+    wait_listening "$port" $spid
+    METAROCE_EAL=$(eal client) METAROCE_ADDR=$(addrs 2) \
+        timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
+    crc=$?
+    if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
+        rerun_note $attempt "$dir/client" $spid
+        continue
     fi
-    kill -0 $spid 2>/dev/null || break
-    sleep 0.1
+    wait $spid
+    src=$?
+    break
 done
-METAROCE_EAL=$(eal client) METAROCE_ADDR=$(addrs 2) \
-    timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
-crc=$?
-wait $spid
-src=$?
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 [ -n "${DPDK_PAIR_OUT:-}" ] && cp "$dir/server" "$dir/client" "$DPDK_PAIR_OUT/"

@@ -16,28 +16,23 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # Both nodes log (connections, bindings, closing counters): a failure shows its cause.
 export METAROCE_LOG=${METAROCE_LOG:-1}
-METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
-spid=$!
-# The client connects once: wait until the server listens on its -p port (a loaded
-# machine can take seconds to start it), without connecting to it.
-port=
-prev=
-for a in "${server[@]}"; do
-    [ "$prev" = "-p" ] && port=$a
-    prev=$a
-done
-for _ in $(seq 100); do
-    if [ -n "$port" ] && ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; then
-        break
+. "$(dirname "$0")/pair_lib.sh"
+port=$(server_port "${server[@]}")
+for attempt in 1 2 3; do
+    METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
+    spid=$!
+    wait_listening "$port" $spid
+    [ -n "$port" ] || sleep 0.3
+    METAROCE_ADDR=127.9.$net.2 timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
+    crc=$?
+    if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
+        rerun_note $attempt "$dir/client" $spid
+        continue
     fi
-    kill -0 $spid 2>/dev/null || break
-    sleep 0.1
+    wait $spid
+    src=$?
+    break
 done
-[ -n "$port" ] || sleep 0.3
-METAROCE_ADDR=127.9.$net.2 timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
-crc=$?
-wait $spid
-src=$?
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 if [ $src -ne 0 ] || [ $crc -ne 0 ]; then

@@ -1,0 +1,40 @@
+# Shared by run_pair.sh and dpdk_pair.sh (sourced).
+
+# The -p port of a server command line, or nothing.
+server_port() {
+    local prev= a
+    for a in "$@"; do
+        [ "$prev" = "-p" ] && echo "$a"
+        prev=$a
+    done
+}
+
+# Waits until a server listens on PORT (a loaded machine can take seconds to start
+# it), without connecting to it (the client connects once); stops early if PID exits.
+wait_listening() { # PORT PID
+    local _
+    for _ in $(seq 100); do
+        if [ -n "$1" ] && ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; then
+            return
+        fi
+        kill -0 "$2" 2>/dev/null || return
+        sleep 0.1
+    done
+}
+
+# perftest measures its CPU clock against gettimeofday before it reports; on a loaded
+# 2-core machine that fit can fail ("Correlation coefficient r^2: 0.18 < 0.9", then
+# "Can't produce a report", exit 1) after the transfer itself went through. That is
+# perftest's precondition, not the transport's: the callers run the pair again (at most
+# twice) and say so. True if the client log FILE shows it.
+perftest_clock_failed() { # FILE
+    grep -q "Can't produce a report" "$1"
+}
+
+# After perftest_clock_failed: stops the server (PID) and shows why the pair runs again.
+rerun_note() { # ATTEMPT FILE PID
+    kill "$3" 2>/dev/null
+    wait "$3" 2>/dev/null
+    echo "== attempt $1: perftest could not calibrate its clock; running the pair again"
+    grep -E "Correlation coefficient|Can't produce a report" "$2"
+}
