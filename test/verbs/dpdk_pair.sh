@@ -30,23 +30,15 @@ addrs() { # last octet
 }
 export METAROCE_BACKEND=dpdk
 . "$(dirname "$0")/pair_lib.sh"
-port=$(server_port "${server[@]}")
-for attempt in 1 2 3; do
+start_server() {
     METAROCE_EAL=$(eal server) METAROCE_ADDR=$(addrs 1) \
         timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
-    spid=$!
-    wait_listening "$port" $spid
+}
+run_client() {
     METAROCE_EAL=$(eal client) METAROCE_ADDR=$(addrs 2) \
         timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
-    crc=$?
-    if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
-        rerun_note $attempt "$dir/client" $spid
-        continue
-    fi
-    wait $spid
-    src=$?
-    break
-done
+}
+run_attempts
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 [ -n "${DPDK_PAIR_OUT:-}" ] && cp "$dir/server" "$dir/client" "$DPDK_PAIR_OUT/"

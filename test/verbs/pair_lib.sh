@@ -11,10 +11,12 @@ server_port() {
 
 # Waits until a server listens on PORT (a loaded machine can take seconds to start
 # it), without connecting to it (the client connects once); stops early if PID exits.
+# Without a port, a moment.
 wait_listening() { # PORT PID
     local _
+    [ -n "$1" ] || { sleep 0.3; return; }
     for _ in $(seq 100); do
-        if [ -n "$1" ] && ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; then
+        if ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; then
             return
         fi
         kill -0 "$2" 2>/dev/null || return
@@ -37,4 +39,25 @@ rerun_note() { # ATTEMPT FILE PID
     wait "$3" 2>/dev/null
     echo "== attempt $1: perftest could not calibrate its clock; running the pair again"
     grep -E "Correlation coefficient|Can't produce a report" "$2"
+}
+
+# One pair: the caller's start_server (in the background) and run_client, the client
+# logging to $dir/client; sets src and crc. Reruns on perftest_clock_failed only.
+run_attempts() {
+    local attempt port spid
+    port=$(server_port "${server[@]}")
+    for attempt in 1 2 3; do
+        start_server
+        spid=$!
+        wait_listening "$port" $spid
+        run_client
+        crc=$?
+        if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
+            rerun_note $attempt "$dir/client" $spid
+            continue
+        fi
+        wait $spid
+        src=$?
+        return
+    done
 }

@@ -17,22 +17,9 @@ trap 'rm -rf "$dir"' EXIT
 # Both nodes log (connections, bindings, closing counters): a failure shows its cause.
 export METAROCE_LOG=${METAROCE_LOG:-1}
 . "$(dirname "$0")/pair_lib.sh"
-port=$(server_port "${server[@]}")
-for attempt in 1 2 3; do
-    METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 &
-    spid=$!
-    wait_listening "$port" $spid
-    [ -n "$port" ] || sleep 0.3
-    METAROCE_ADDR=127.9.$net.2 timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
-    crc=$?
-    if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
-        rerun_note $attempt "$dir/client" $spid
-        continue
-    fi
-    wait $spid
-    src=$?
-    break
-done
+start_server() { METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 & }
+run_client() { METAROCE_ADDR=127.9.$net.2 timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1; }
+run_attempts
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
