@@ -9,28 +9,27 @@ ip -n $ns_d addr add 192.168.77.1/24 dev d0
 ip -n $ns_u addr add 192.168.77.2/24 dev u0
 read -r u0_start u1_start <<<"$(ip netns exec $ns_u cat /sys/class/net/u0/statistics/rx_packets /sys/class/net/u1/statistics/rx_packets | tr '\n' ' ')"
 common=(METAROCE_MTU=1024 METAROCE_MIN_RTO_US=5000 METAROCE_LOG=1)
-. "$(dirname "${BASH_SOURCE[0]}")/../verbs/pair_lib.sh" # perftest_clock_failed, rerun_note
-for attempt in 1 2 3; do
+. "$(dirname "${BASH_SOURCE[0]}")/../verbs/pair_lib.sh" # run_attempts
+start_server() { # app_pid: interop.sh's cleanup stops it
   ip netns exec $ns_d env "${common[@]}" METAROCE_BACKEND=dpdk METAROCE_ADDR=10.0.0.1,10.0.1.1 \
     METAROCE_EAL="-l 0 --no-pci --no-huge -m 256 --vdev=net_af_packet0,iface=d0 --vdev=net_af_packet1,iface=d1" \
     timeout 40 "$run" ib_write_bw -x 0 -D 2 >"$dir/server.log" 2>&1 &
   app_pid=$!
-  # Its output is block-buffered in a file: wait for perftest's TCP port instead.
+}
+# Its output is block-buffered in a file: wait for perftest's TCP port in D instead.
+wait_server() {
+  local _
   for _ in $(seq 300); do
     ip netns exec $ns_d ss -ltn 2>/dev/null | grep -q ':18515 ' && break
     sleep 0.05
   done
+}
+run_client() {
   ip netns exec $ns_u env "${common[@]}" METAROCE_ADDR=10.0.0.2,10.0.1.2 \
     timeout 30 "$run" ib_write_bw -x 0 -D 2 192.168.77.1 >"$dir/client.log" 2>&1
-  crc=$?
-  if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client.log"; then
-    rerun_note $attempt "$dir/client.log" $app_pid
-    app_pid=
-    continue
-  fi
-  wait $app_pid; src=$?; app_pid=
-  break
-done
+}
+run_attempts "$dir/client.log"
+app_pid=
 read -r u0_end u1_end <<<"$(ip netns exec $ns_u cat /sys/class/net/u0/statistics/rx_packets /sys/class/net/u1/statistics/rx_packets | tr '\n' ' ')"
 echo "--- server: ib_write_bw on the DPDK backend (exit $src)"; cat "$dir/server.log"
 echo "--- client: ib_write_bw on the kernel-UDP backend (exit $crc)"; cat "$dir/client.log"

@@ -1,4 +1,4 @@
-# Shared by run_pair.sh and dpdk_pair.sh (sourced).
+# Shared by run_pair.sh, dpdk_pair.sh and test/interop/mode_perftest.sh (sourced).
 
 # The -p port of a server command line, or nothing.
 server_port() {
@@ -41,19 +41,25 @@ rerun_note() { # ATTEMPT FILE PID
     grep -E "Correlation coefficient|Can't produce a report" "$2"
 }
 
+# Waits for the server (PID) run_attempts started: until it listens on its -p port.
+# A caller whose server listens elsewhere (another namespace) defines its own after
+# sourcing this file.
+wait_server() { # PID
+    wait_listening "$(server_port "${server[@]}")" "$1"
+}
+
 # One pair: the caller's start_server (in the background) and run_client, the client
-# logging to $dir/client; sets src and crc. Reruns on perftest_clock_failed only.
-run_attempts() {
-    local attempt port spid
-    port=$(server_port "${server[@]}")
+# logging to CLIENT_LOG; sets src and crc. Reruns on perftest_clock_failed only.
+run_attempts() { # CLIENT_LOG
+    local attempt spid
     for attempt in 1 2 3; do
         start_server
         spid=$!
-        wait_listening "$port" $spid
+        wait_server $spid
         run_client
         crc=$?
-        if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$dir/client"; then
-            rerun_note $attempt "$dir/client" $spid
+        if [ $crc -ne 0 ] && [ $attempt -lt 3 ] && perftest_clock_failed "$1"; then
+            rerun_note $attempt "$1" $spid
             continue
         fi
         wait $spid
