@@ -40,6 +40,10 @@ inline constexpr uint32_t k_copy_loss = k_loss_one / 64;
 // full buffer), and copies would only add to them; so would copies into a fabric near
 // its capacity, which marks first.
 inline constexpr double k_copy_alpha = 1.0 / 1024;
+// A packet's transmissions, copies included, after which it is no longer copied: the
+// original and its copy, a resend (both lost) and its copy. At 10 % loss all four are
+// lost 1 in 10,000 times; past that the loss is a route's, not chance.
+inline constexpr uint32_t k_copy_max_sends = 4;
 
 // A path's window of k_path_window PSNs spans at most 17 chunks of 16 when `una` is not
 // on a chunk boundary: the directory has a slot for each, as a ring starting at una's.

@@ -432,6 +432,13 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
             }
             r.state = rec_state::in_flight;
             ++r.retx;
+            if (r.copied) {
+                // Its copy was lost too (or is late): the resend is a new transmission
+                // that may be copied in turn (spec 5.10), so a packet lost twice is not
+                // left to a second loss detection at 1 in 10.
+                r.copied = false;
+                --c.copies;
+            }
             ++c.fl(p).retransmits;
             ++stats.retransmits;
             // Leave the list once nothing more is lost, as an emptied queue did.
@@ -452,9 +459,10 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 }
 
 // Proactive copies (spec 5.10): with the connection's window open beyond what new data
-// uses and its packets measurably lost, its oldest unacknowledged first transmissions are
-// sent once more, each at most once, into that room (each copy holds a packet of the
-// window until its record is settled) and at the hint's pace. A copy keeps its record's
+// uses and its packets measurably lost, its oldest unacknowledged transmissions (first
+// ones, and resends of packets whose copy was lost too) are sent once more, each at most
+// once, into that room (each copy holds a packet of the window until its record is
+// settled) and at the hint's pace. A copy keeps its record's
 // path and PSN (the receiver drops whichever of the two arrives second as a duplicate)
 // but takes the next path's route, normally on another plane, so a loss burst on one
 // last hop does not take both. Transmissions are taken in send order from copy_at: each
@@ -483,10 +491,11 @@ bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noex
             continue; // acknowledged
         }
         pkt_record& r = c.rec(p, e.psn);
-        // Resent since, settled, held, copied already, or on a failed path: not copied.
-        // Nor one with a later packet on its path: that packet's ACK shows its loss by the
+        // Sent again since (not this entry's transmission), settled, held, copied
+        // already, sent k_copy_max_sends times, or on a failed path: not copied. Nor one
+        // with a later packet on its path: that packet's ACK shows its loss by the
         // per-path rule (5.5) a round trip from now.
-        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.retx != 0 ||
+        if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.copied || r.retx + 1u >= k_copy_max_sends ||
             p.state == path_state::failed || e.psn + 1 != p.next_psn) {
             continue;
         }

@@ -1,7 +1,8 @@
 // Proactive copies (spec 5.10): a connection with window room that new data leaves
 // unused and measurable loss sends its oldest unacknowledged packets once more, so a
 // message's lost packet is recovered without waiting for loss detection. Never loss-free;
-// never past the window; each packet at most once; data placed and completed once.
+// never past the window; each transmission copied at most once (a resend of a packet whose
+// copy was lost too is copied in turn); data placed and completed once.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -28,15 +29,19 @@ struct outcome {
     uint64_t copies_seen = 0;         // data packets sent again with no loss decision (RETX, first resend)
     uint32_t max_in_air = 0;          // data packets of a on the wire at once
     std::set<std::pair<uint8_t, uint32_t>> sent_twice;
+    uint32_t resends_copied = 0;      // packets with a copy sent after a resend of theirs
 };
 
-// Every `drop_every`-th first transmission is dropped (0: none); resends and copies pass.
-outcome run(transport_config t, int drop_every)
+// Every `drop_every`-th packet (0: none) loses its first `drop_sends` transmissions
+// (the original, then its copy or resend); later ones pass.
+outcome run(transport_config t, int drop_every, int drop_sends = 1)
 {
     pair_harness h(t);
     const conn_id c = h.connect();
     outcome o;
     std::map<std::pair<uint8_t, uint32_t>, int> sends;
+    std::set<std::pair<uint8_t, uint32_t>> doomed, resent;
+    std::map<uint8_t, uint16_t> own_sport; // each path's route, from its first transmissions
     std::multiset<uint64_t> in_air;   // delivery times of a's data packets on the wire
     int firsts = 0;
     h.filter = [&](captured& p) {
@@ -44,10 +49,22 @@ outcome run(transport_config t, int drop_every)
             return false;
         }
         const auto v = p.view();
-        if (++sends[{v.path, v.psn}] == 2) {
-            o.sent_twice.insert({v.path, v.psn});
+        const std::pair<uint8_t, uint32_t> key{v.path, v.psn};
+        const int n = ++sends[key];
+        if (n == 2) {
+            o.sent_twice.insert(key);
         }
-        if ((v.flags & wire::bth_flag::retx) == 0 && drop_every != 0 && ++firsts % drop_every == 0) {
+        if ((v.flags & wire::bth_flag::retx) == 0) {
+            own_sport.emplace(v.path, p.frame.udp_sport);
+            if (drop_every != 0 && ++firsts % drop_every == 0) {
+                doomed.insert(key);
+            }
+        } else if (p.frame.udp_sport == own_sport[v.path]) {
+            resent.insert(key); // a resend keeps its path's route; a copy takes the next one's
+        } else if (resent.contains(key)) {
+            ++o.resends_copied;
+        }
+        if (doomed.contains(key) && n <= drop_sends) {
             return true;
         }
         while (!in_air.empty() && *in_air.begin() <= h.now()) {
@@ -123,4 +140,17 @@ TEST_CASE("Copies: never past the connection's window", "[copies]")
     CHECK(o.completions == uint64_t(k_rounds * k_batch));
     CHECK(o.a.proactive_copies > 0);
     CHECK(o.max_in_air <= 12);
+}
+
+TEST_CASE("Copies: a resend of a packet whose copy was lost too is copied in turn", "[copies]")
+{
+    // Every fifth packet loses its original and its copy: the resend that RACK sends is
+    // a new transmission, copied like a first one, so one more loss of it would not cost
+    // a second loss detection.
+    const outcome o = run(wide_paths(), 5, 2);
+    CHECK(o.completions == uint64_t(k_rounds * k_batch));
+    CHECK(o.a.proactive_copies > 0);
+    CHECK(o.resends_copied > 0);
+    CHECK(o.b.rx_payload_bytes == uint64_t(k_rounds) * k_batch * k_len); // placed once
+    CHECK(o.a.timeouts == 0);
 }
