@@ -462,11 +462,10 @@ bool endpoint::impl::produce_retx(connection& c, uint64_t now, tx_frame& f) noex
 // uses and its packets measurably lost, its oldest unacknowledged transmissions (first
 // ones, and resends of packets whose copy was lost too) are sent once more, each at most
 // once, into that room (each copy holds a packet of the window until its record is
-// settled) and at the hint's pace. A copy keeps its record's
-// path and PSN (the receiver drops whichever of the two arrives second as a duplicate)
-// but takes the next path's route, normally on another plane, so a loss burst on one
-// last hop does not take both. Transmissions are taken in send order from copy_at: each
-// is looked at once.
+// settled) and at the hint's pace. A copy keeps its record's path and PSN (the receiver
+// drops whichever of the two arrives second as a duplicate) but takes the next path's
+// route, normally on another plane, so a loss burst on one last hop does not take both.
+// Transmissions are taken in send order from copy_at: each is looked at once.
 bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     if (c.inflight + c.copies >= c.win_room || c.cc.alpha >= k_copy_alpha ||
