@@ -260,7 +260,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     // A peer cannot mark more packets than it received (that would pin alpha and the
     // window at their minimum).
     const uint16_t ce = std::min(a.ce_pkts.host(), rx);
-    if (p.blk != flights.sentinel()) { // a settled path's ACK (a repeat) counts nowhere
+    if (newly > 0 && p.blk != flights.sentinel()) { // a repeat (spec 3.6) or a settled path's ACK counts nowhere
         c.fl(p).acked_rx += rx;
         c.fl(p).acked_ce += ce;
     }

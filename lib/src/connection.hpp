@@ -730,6 +730,11 @@ struct connection {
     uint64_t hs_rtt_ns = 0;           // CONNECT -> ACCEPT round trip, 0 if unknown (spec 5.6)
     uint64_t ack_deadline = k_no_deadline;
     int32_t last_ack_path = -1;       // path of the ACK sent last: the next ACK repeats its cum (3.6)
+    // The receiver's view of loss (spec 3.6): the smoothed share of data arrivals that
+    // were resends or copies (RETX), in loss_q's units and gain (up by 1/128 per such
+    // arrival, down by 1/128 per packet an ACK acknowledges); while at least
+    // k_copy_loss, each ACK also goes once more on another path's route.
+    uint32_t rx_retx_q = 0;
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next

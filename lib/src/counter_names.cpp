@@ -33,6 +33,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, rack_losses, "packets judged lost by a later one delivered on any path"),
     METAROCE_COUNTER(counters, spurious_retx, "resends whose original was acknowledged first"),
     METAROCE_COUNTER(counters, proactive_copies, "unacknowledged packets copied into spare window under loss"),
+    METAROCE_COUNTER(counters, tx_ack_copies, "ACKs sent a second time, on another route, under loss"),
     METAROCE_COUNTER(counters, reroutes, "paths moved to a new UDP source port or plane"),
     METAROCE_COUNTER(counters, probes_sent, "PROBEs sent"),
     METAROCE_COUNTER(counters, probe_acks, "PROBE_ACKs received"),

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -97,6 +98,15 @@ struct endpoint::impl {
     // of two 4 KiB data packets, so data keeps a third of the link whatever the peers make
     // us ACK. 16 held ACKs back in bursts on the 8-plane run (a receiver ACKs nearly every packet).
     static constexpr uint32_t k_ack_burst = 64;
+    // The copy of the ACK built last under loss, the next frame produce_ack_first sends (spec 3.6):
+    // the same bytes but BTH.plane, on another path's reply route. len 0: none.
+    struct ack_copy {
+        std::array<uint8_t, sizeof(wire::bth) + sizeof(wire::ack_header)> bytes{};
+        uint8_t len = 0;
+        uint8_t plane = 0;
+        uint16_t udp_sport = 0;
+        uint32_t dst_addr = 0;
+    } ack_copy;
     detail::fixed_ring<ctrl_reply> replies;
     detail::fixed_ring<completion> cq;
     detail::fixed_ring<conn_event> events;
@@ -125,6 +135,8 @@ struct endpoint::impl {
     void push_event(conn_event::kind k, const connection& c) noexcept;
     bool produce(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_ack_first(uint64_t now, tx_frame& f) noexcept;
+    bool produce_ack_copy(tx_frame& f) noexcept;
+    void keep_ack_copy(connection& c, uint32_t path, const tx_frame& f) noexcept;
     void conn_timer(connection& c, uint64_t now) noexcept;
     void recompute_timer(connection& c, uint64_t now) noexcept;
     bool liveness_timer(connection& c, uint64_t now) noexcept;

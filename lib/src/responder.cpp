@@ -172,6 +172,11 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
     path_rx& r = c.prx[p.path];
     r.reply_plane = m.plane;
     r.reply_sport = m.udp_sport;
+    if ((p.flags & wire::bth_flag::retx) != 0) [[unlikely]] {
+        // A resend or a copy: the receiver's loss estimate rises by 1/128 (build_ack
+        // decays it by 1/128 per packet it acknowledges; loss-free it stays 0).
+        c.rx_retx_q = std::min(c.rx_retx_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+    }
     // In order with no bitmap held (the sentinel's is all zero): fresh, no bitmap to read.
     const sack_window::verdict w = p.psn == r.expected && r.sack == sacks.sentinel()
                                        ? sack_window::verdict::fresh
@@ -618,6 +623,27 @@ bool endpoint::impl::produce_ack(connection& c, uint64_t now, tx_frame& f) noexc
     return build_ack(c, now, f);
 }
 
+// Under loss the ACK just built goes twice (spec 3.6): kept here, the copy is the next
+// frame produce_ack_first sends, on the next path's reply route (normally another plane),
+// so a lost ACK neither holds its packets in the sender's window until a probe timer nor
+// ends in a timeout at a message's tail. A sender takes the second to arrive as a
+// repeat: it settles nothing, so it is no RTT, ECN or window sample.
+__attribute__((noinline)) void endpoint::impl::keep_ack_copy(connection& c, uint32_t path, const tx_frame& f) noexcept
+{
+    const path_rx& r = c.prx[path];
+    const path_rx& q = c.prx[path + 1 < c.paths ? path + 1 : 0];
+    const bool other = q.reply_sport != 0;
+    std::memcpy(ack_copy.bytes.data(), f.buf.data(), f.len);
+    ack_copy.len = uint8_t(f.len);
+    ack_copy.plane = other ? q.reply_plane : r.reply_plane;
+    ack_copy.udp_sport = other ? q.reply_sport : r.reply_sport;
+    ack_copy.bytes[offsetof(wire::bth, plane)] = ack_copy.plane;
+    ack_copy.dst_addr = c.peer_addr;
+    if (!c.in_ack_ready) {
+        c.in_ack_ready = ack_ready.push(slot_of(c.id)); // produce_ack_first sends the copy
+    }
+}
+
 // produce_ack's body, inline here: produce_ack_first (below) takes most ACKs out.
 __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection& c, uint64_t now, tx_frame& f) noexcept
 {
@@ -637,6 +663,10 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     rates.told(slot_of(c.id), hint);
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(ab.rx_pkts);
+    if (c.rx_retx_q != 0) {
+        c.rx_retx_q -= uint32_t((uint64_t(c.rx_retx_q) * std::min<uint32_t>(ab.rx_pkts, 1u << k_loss_gain_shift)) >>
+                                k_loss_gain_shift);
+    }
     a.ce_pkts = wire::be16_t::from_host(ab.ce_pkts);
     sack_window::to_wire(sacks.base()[r.sack], a.sack);
     if (c.last_ack_path >= 0 && c.last_ack_path != int32_t(path)) {
@@ -651,7 +681,29 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     f.len = wire::build_ack(f.buf, b, a);
     fill_frame_route(c, r.reply_plane, r.reply_sport, f);
     ++stats.tx_acks;
+    if (c.rx_retx_q >= k_copy_loss && f.len == ack_copy.bytes.size()) [[unlikely]] {
+        keep_ack_copy(c, path, f);
+    }
     return f.len > 0;
+}
+
+// The pending copy of the last ACK (build_ack), the next frame out of produce_ack_first.
+bool endpoint::impl::produce_ack_copy(tx_frame& f) noexcept
+{
+    if (f.buf.size() < ack_copy.len) {
+        return false;
+    }
+    std::memcpy(f.buf.data(), ack_copy.bytes.data(), ack_copy.len);
+    f.len = ack_copy.len;
+    f.dst_addr = ack_copy.dst_addr;
+    f.plane = ack_copy.plane;
+    f.udp_sport = ack_copy.udp_sport;
+    f.ect = true;
+    ack_copy.len = 0;
+    ++stats.tx_ack_copies;
+    ++stats.tx_packets;
+    stats.tx_bytes += f.len;
+    return true;
 }
 
 // One ACK or NAK from the ack ring (here, beside produce_ack, so it is inlined). Queued
@@ -659,6 +711,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
 // with our send load, and their tail probes and RTOs fire with nothing lost (issue 12).
 bool endpoint::impl::produce_ack_first(uint64_t now, tx_frame& f) noexcept
 {
+    if (ack_copy.len != 0 && produce_ack_copy(f)) {
+        return true; // the last ACK's copy first: ack_ready holds its connection meanwhile
+    }
     while (!ack_ready.empty()) {
         const uint32_t idx = ack_ready.front();
         ack_ready.pop();

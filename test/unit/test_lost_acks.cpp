@@ -66,3 +66,82 @@ TEST_CASE("without any lost ACK, nothing is acknowledged twice over", "[lost_ack
     CHECK(o.retransmits == 0);
     CHECK(o.also_acked == 0); // repeats of points already acknowledged credit nothing
 }
+
+namespace {
+
+struct ack_copies_outcome {
+    uint64_t copies = 0;               // the receiver's tx_ack_copies
+    uint64_t copies_seen = 0;          // ACKs on the wire equal to the one before but for BTH.plane...
+    uint64_t copies_rerouted = 0;      // ...and on another route
+    uint64_t sender_timeouts = 0;
+    bool landed = false;
+};
+
+// An 8 MiB WRITE over 8 paths; every `drop_every`-th first transmission of data is lost
+// (0: none), so the receiver sees resends among its arrivals. With `drop_originals`,
+// once copies flow every ACK that is not a copy is lost too.
+ack_copies_outcome write_under_loss(int drop_every, bool drop_originals = false)
+{
+    transport_config t;
+    t.paths = 8;
+    pair_harness h(t);
+    const conn_id c = h.connect();
+    buffer src(h.a(), 8 << 20, k_all_access, 6);
+    buffer dst(h.b(), 8 << 20, k_all_access);
+    ack_copies_outcome o;
+    std::vector<uint8_t> last_ack;
+    uint16_t last_sport = 0;
+    int firsts = 0;
+    h.filter = [&](captured& p) {
+        if (p.to == 0 && is_op(p, wire::opcode::ack)) {
+            std::vector<uint8_t> b = p.bytes;
+            b[offsetof(wire::bth, plane)] = 0;
+            const bool copy = b == last_ack;
+            if (copy) {
+                ++o.copies_seen;
+                o.copies_rerouted += p.frame.udp_sport != last_sport;
+            }
+            last_ack = std::move(b);
+            last_sport = p.frame.udp_sport;
+            return drop_originals && !copy && h.b().stats().tx_ack_copies > 0 &&
+                   h.b().stats().tx_ack_copies % 16 != 0; // an original now and then passes
+        }
+        return p.to == 1 && is_data(p) && (p.view().flags & wire::bth_flag::retx) == 0 &&
+               drop_every != 0 && ++firsts % drop_every == 0;
+    };
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::write, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::success);
+    o.landed = first_mismatch(src.bytes, dst.bytes).empty();
+    o.copies = h.b().stats().tx_ack_copies;
+    o.sender_timeouts = h.a().stats().timeouts;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("under loss each ACK goes twice, the copy on another path's route", "[lost_acks]")
+{
+    const ack_copies_outcome o = write_under_loss(10);
+    CHECK(o.landed);
+    CHECK(o.copies > 0);
+    CHECK(o.copies_seen == o.copies); // byte for byte the ACK before it, but for BTH.plane
+    CHECK(o.copies_rerouted == o.copies);
+}
+
+TEST_CASE("loss-free, no ACK is copied", "[lost_acks]")
+{
+    const ack_copies_outcome o = write_under_loss(0);
+    CHECK(o.landed);
+    CHECK(o.copies == 0);
+    CHECK(o.copies_seen == 0);
+}
+
+TEST_CASE("an ACK's copy stands in for the ACK: its originals lost, the transfer still completes without timeouts",
+          "[lost_acks]")
+{
+    const ack_copies_outcome o = write_under_loss(10, true);
+    CHECK(o.landed);
+    CHECK(o.copies > 0);
+    CHECK(o.sender_timeouts == 0);
+}

@@ -35,6 +35,7 @@ struct counters {
     uint64_t rack_losses = 0;          // packets judged lost by a later one delivered on any path
     uint64_t spurious_retx = 0;        // resends whose original was acknowledged first
     uint64_t proactive_copies = 0;     // unacknowledged packets copied into spare window under loss
+    uint64_t tx_ack_copies = 0;        // ACKs sent a second time, on another route, under loss
     uint64_t reroutes = 0;             // path took a new UDP source port or plane
     uint64_t probes_sent = 0;
     uint64_t probe_acks = 0;
