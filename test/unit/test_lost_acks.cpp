@@ -79,7 +79,7 @@ struct ack_copies_outcome {
 
 // An 8 MiB WRITE over 8 paths; every `drop_every`-th first transmission of data is lost
 // (0: none), so the receiver sees resends among its arrivals. With `drop_originals`,
-// once copies flow every ACK that is not a copy is lost too.
+// once copies flow, ACKs that are not copies are lost too (all but one in 16).
 ack_copies_outcome write_under_loss(int drop_every, bool drop_originals = false)
 {
     transport_config t;
