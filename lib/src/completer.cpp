@@ -253,8 +253,7 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
     }
     if (c.loss_q != 0) {
         // The smoothed loss decays by 1/128 per packet acknowledged (spec 5.10).
-        c.loss_q -= uint32_t((uint64_t(c.loss_q) * std::min<uint32_t>(newly, 1u << k_loss_gain_shift)) >>
-                             k_loss_gain_shift);
+        loss_share_down(c.loss_q, newly);
     }
     const uint16_t rx = a.rx_pkts.host();
     // A peer cannot mark more packets than it received (that would pin alpha and the
@@ -488,7 +487,7 @@ namespace {
 // spec 5.10 moves by its gain towards all.
 void note_loss(connection& c) noexcept
 {
-    c.loss_q = std::min(c.loss_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+    loss_share_up(c.loss_q);
 }
 
 // A transmission sent at `sent` was delivered `age` later: RACK's clock moves on if it is

@@ -34,6 +34,16 @@ inline constexpr uint32_t k_spell_probes = 2;
 inline constexpr uint32_t k_loss_one = 65536;
 inline constexpr uint32_t k_loss_gain_shift = 7;
 inline constexpr uint32_t k_copy_loss = k_loss_one / 64;
+// One such share (loss_q, rx_retx_q) moved by its gain: towards all for one lost (or
+// resent) packet, towards none for `packets` that were not.
+inline void loss_share_up(uint32_t& q) noexcept
+{
+    q = std::min(q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+}
+inline void loss_share_down(uint32_t& q, uint32_t packets) noexcept
+{
+    q -= uint32_t((uint64_t(q) * std::min<uint32_t>(packets, 1u << k_loss_gain_shift)) >> k_loss_gain_shift);
+}
 // ... and while the connection's ECN alpha is below this: none of its recent rounds saw
 // marks (a marked round raises alpha by 1/16 of its marked share, and alpha takes about
 // 64 unmarked rounds to decay from 1/16 to here). Loss with marking is the queues' (a

@@ -175,7 +175,7 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
     if ((p.flags & wire::bth_flag::retx) != 0) [[unlikely]] {
         // A resend or a copy: the receiver's loss estimate rises by 1/128 (build_ack
         // decays it by 1/128 per packet it acknowledges; loss-free it stays 0).
-        c.rx_retx_q = std::min(c.rx_retx_q + (k_loss_one >> k_loss_gain_shift), k_loss_one);
+        loss_share_up(c.rx_retx_q);
     }
     // In order with no bitmap held (the sentinel's is all zero): fresh, no bitmap to read.
     const sack_window::verdict w = p.psn == r.expected && r.sack == sacks.sentinel()
@@ -664,8 +664,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_ack(connection&
     a.rate_hint_mbps = wire::be32_t::from_host(hint);
     a.rx_pkts = wire::be16_t::from_host(ab.rx_pkts);
     if (c.rx_retx_q != 0) {
-        c.rx_retx_q -= uint32_t((uint64_t(c.rx_retx_q) * std::min<uint32_t>(ab.rx_pkts, 1u << k_loss_gain_shift)) >>
-                                k_loss_gain_shift);
+        loss_share_down(c.rx_retx_q, ab.rx_pkts);
     }
     a.ce_pkts = wire::be16_t::from_host(ab.ce_pkts);
     sack_window::to_wire(sacks.base()[r.sack], a.sack);

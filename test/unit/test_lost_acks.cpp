@@ -89,19 +89,16 @@ ack_copies_outcome write_under_loss(int drop_every, bool drop_originals = false)
     buffer src(h.a(), 8 << 20, k_all_access, 6);
     buffer dst(h.b(), 8 << 20, k_all_access);
     ack_copies_outcome o;
-    std::vector<uint8_t> last_ack;
+    ack_copy_spotter spotter;
     uint16_t last_sport = 0;
     int firsts = 0;
     h.filter = [&](captured& p) {
         if (p.to == 0 && is_op(p, wire::opcode::ack)) {
-            std::vector<uint8_t> b = p.bytes;
-            b[offsetof(wire::bth, plane)] = 0;
-            const bool copy = b == last_ack;
+            const bool copy = spotter.is_copy(p);
             if (copy) {
                 ++o.copies_seen;
                 o.copies_rerouted += p.frame.udp_sport != last_sport;
             }
-            last_ack = std::move(b);
             last_sport = p.frame.udp_sport;
             return drop_originals && !copy && h.b().stats().tx_ack_copies > 0 &&
                    h.b().stats().tx_ack_copies % 16 != 0; // an original now and then passes

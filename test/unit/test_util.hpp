@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pair_harness.hpp"
 
@@ -88,6 +89,21 @@ inline transport_config wide_paths()
 
 inline bool is_data(const captured& c) { return wire::info(c.view().op).reliable; }
 inline bool is_op(const captured& c, wire::opcode op) { return c.view().op == op; }
+
+// Tells an ACK's copy under loss (spec 3.6) from an ACK: the copy follows its ACK and is
+// byte for byte the same but for BTH.plane. Feed it every ACK in wire order.
+struct ack_copy_spotter {
+    std::vector<uint8_t> last; // the previous ACK, BTH.plane cleared
+
+    bool is_copy(const captured& ack)
+    {
+        std::vector<uint8_t> b = ack.bytes;
+        b[offsetof(wire::bth, plane)] = 0;
+        const bool copy = b == last;
+        last = std::move(b);
+        return copy;
+    }
+};
 
 struct xorshift {
     uint64_t x;
