@@ -185,7 +185,7 @@ void victim(const scenario& s, const goodput_meter& m, sim_result& r)
     out.completed = r.work.victim_completed;
     out.verified = r.work.victim_verified;
     if (r.work.first_post != k_never && r.work.last_completion > r.work.first_post) {
-        const auto& src = m.source(v->first);
+        const auto& src = m.source(s.workload.op == wr_opcode::read ? v->second : v->first);
         const size_t a = size_t(r.work.first_post / m.bin());
         const size_t b = size_t(r.work.last_completion / m.bin());
         for (size_t i = a; i < b; ++i) {

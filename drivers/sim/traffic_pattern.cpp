@@ -21,8 +21,11 @@ std::vector<std::pair<uint32_t, uint32_t>> plan_pairs(const scenario& s)
         }
         break;
     case pattern_kind::incast:
+        // The data converges on host 0 whatever the op: with READ host 0 is the
+        // initiator, a client reading from every sender at once (READ fan-in).
         for (uint32_t i = 1; i <= w.senders; ++i) {
-            pairs.emplace_back(i, 0);
+            pairs.push_back(w.op == wr_opcode::read ? std::pair<uint32_t, uint32_t>(0, i)
+                                                    : std::pair<uint32_t, uint32_t>(i, 0));
         }
         break;
     case pattern_kind::alltoall:
@@ -61,7 +64,10 @@ std::optional<std::pair<uint32_t, uint32_t>> victim_pair(const scenario& s)
     if (!s.workload.victim) {
         return std::nullopt;
     }
-    return std::make_pair(s.topology.hosts - 1, uint32_t(1));
+    // Data from H-1 to host 1, like the incast's: with READ, host 1 reads from H-1.
+    const uint32_t far = s.topology.hosts - 1;
+    return s.workload.op == wr_opcode::read ? std::make_pair(uint32_t(1), far)
+                                            : std::make_pair(far, uint32_t(1));
 }
 
 uint64_t message_payload(const scenario& s)

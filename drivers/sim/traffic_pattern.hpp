@@ -1,6 +1,7 @@
 // Who sends to whom. pairs: host i -> (i + H/2) % H for i < senders; incast:
-// hosts 1..senders -> host 0; alltoall: each of the first `senders` hosts to every
-// other host; allreduce_ring: each of the first `senders` hosts to its successor.
+// hosts 1..senders -> host 0 (the data's direction: with READ host 0 initiates and
+// reads from each); alltoall: each of the first `senders` hosts to every other host;
+// allreduce_ring: each of the first `senders` hosts to its successor.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ std::vector<std::pair<uint32_t, uint32_t>> plan_pairs(const scenario& s);
 // (initiator, target) per connection: workload.connections spread round-robin over
 // the pairs (one per pair when 0). The victim is not included.
 std::vector<std::pair<uint32_t, uint32_t>> plan_connections(const scenario& s);
-// The incast victim connection, when configured: host H-1 -> host 1.
+// The incast victim connection, when configured: data from host H-1 to host 1
+// (initiator 1 with READ).
 std::optional<std::pair<uint32_t, uint32_t>> victim_pair(const scenario& s);
 // Bytes per message and messages per connection (allreduce_ring: message_bytes /
 // senders per step, 2 (senders - 1) steps).

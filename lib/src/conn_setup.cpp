@@ -302,7 +302,7 @@ void endpoint::impl::on_accept(connection& c, const wire::packet_view& p, uint64
     // The acceptor's share before any ACK (spec 6.4): it tells the first packets'
     // timers how deep the queue of every sender's first packets may be (spec 5.6).
     if (const uint32_t hint = h.rate_hint_mbps.host(); hint != 0) {
-        c.accept_hint_mbps = std::max(hint, cfg.transport.cc.min_rate_hint_mbps);
+        c.early_hint_mbps = std::max(hint, cfg.transport.cc.min_rate_hint_mbps);
     }
     by_peer[peer_key(c.peer_addr, c.peer_conn)] = c.id;
     push_event(conn_event::kind::established, c);

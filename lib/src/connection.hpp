@@ -748,7 +748,8 @@ struct connection {
     uint64_t rnr_deadline = k_no_deadline;
     uint64_t pace_next = 0;           // earliest time for the next new packet under a hint
     bool pace_wait = false;           // new data is waiting for pace_next
-    uint32_t accept_hint_mbps = 0;    // the share the ACCEPT carried (spec 6.4), 0 = none
+    uint32_t early_hint_mbps = 0;     // the share the peer told before our first ACK: its ACCEPT's
+                                      // (spec 3.8) or a READ_REQ's (3.3); 0 = none
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -841,10 +842,10 @@ inline uint64_t probe_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 // may fire sooner than that on top of their round trips, before the first RTT sample
 // (the first packets of many senders all queue at once) and after it (a path's samples
 // are few and old when each sender has a packet out every few gaps).
-// Until the first ACK the share is the one the ACCEPT carried.
+// Until the first ACK the share is the one the peer told first (its ACCEPT or a READ_REQ).
 inline uint64_t hint_queue_ns(const connection& c, uint32_t frame_overhead) noexcept
 {
-    const uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.accept_hint_mbps;
+    const uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.early_hint_mbps;
     if (hint == 0) {
         return 0;
     }

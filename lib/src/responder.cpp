@@ -214,6 +214,13 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         o.v = land_read_resp(c, p) ? verdict::accepted : verdict::drop;
     } else {
         // Request packets: find or open the inbound message slot (keyed by msn).
+        if (p.read_hint_mbps != 0 && !c.cc.acked) {
+            // The requester's share for the responses, before their first ACK: the
+            // first packets' timers allow for the queue every responder's first
+            // packets build at the requester (spec 5.6), as an initiator's do with
+            // its ACCEPT's share.
+            c.early_hint_mbps = std::max(p.read_hint_mbps, cfg.transport.cc.min_rate_hint_mbps);
+        }
         const bool shape_ok = p.op == wire::opcode::read_req
                                   ? p.offset == 0 && p.payload.empty()
                                   : packet_shape_ok(p.msg_len, c.mtu, p.offset, p.payload.size());

@@ -44,6 +44,7 @@ bool same_view(const packet_view& a, const packet_view& b)
            a.path == b.path && a.plane == b.plane && a.tx_ts == b.tx_ts && a.stream == b.stream &&
            a.msn == b.msn && a.ssn == b.ssn && a.recv_seq == b.recv_seq && a.msg_len == b.msg_len &&
            a.offset == b.offset && a.va == b.va && a.rkey == b.rkey && a.imm == b.imm &&
+           a.read_hint_mbps == b.read_hint_mbps &&
            a.payload.size() == b.payload.size() &&
            (a.payload.empty() || std::memcmp(a.payload.data(), b.payload.data(), a.payload.size()) == 0);
 }
@@ -56,8 +57,9 @@ std::vector<uint8_t> canonical(const uint8_t* data, size_t size, const opcode_in
     zero(offsetof(bth, reserved), sizeof(bth::reserved));
     if (oi.has_msg) {
         zero(sizeof(bth) + offsetof(msg_header, reserved), sizeof(msg_header::reserved));
-        if (oi.has_reth) {
-            zero(sizeof(bth) + sizeof(msg_header) + offsetof(reth, reserved), sizeof(reth::reserved));
+        if (oi.has_reth && data[offsetof(bth, op)] != uint8_t(opcode::read_req)) {
+            // Only a READ_REQ carries a rate hint there (spec 3.3).
+            zero(sizeof(bth) + sizeof(msg_header) + offsetof(reth, rate_hint_mbps), sizeof(reth::rate_hint_mbps));
         }
     }
     return c;
@@ -77,7 +79,7 @@ size_t rebuild(const packet_view& p, std::span<uint8_t> out)
     const bth_fields b{p.op, p.flags, p.dst_conn, p.psn, p.path, p.plane, p.tx_ts};
     const opcode_info& oi = info(p.op);
     if (oi.has_msg) {
-        const msg_fields m{p.stream, p.msn, p.ssn, p.recv_seq, p.msg_len, p.offset, p.va, p.rkey, p.imm};
+        const msg_fields m{p.stream, p.msn, p.ssn, p.recv_seq, p.msg_len, p.offset, p.va, p.rkey, p.imm, p.read_hint_mbps};
         return build_data(out, b, m, p.payload);
     }
     switch (p.op) {

@@ -74,7 +74,7 @@ void retype(std::vector<uint8_t>& b, uint32_t v)
     }
     const packet_view& p = pr.pkt;
     bth_fields bf{k_data[v % 6], p.flags, p.dst_conn, p.psn, p.path, p.plane, p.tx_ts};
-    msg_fields mf{p.stream, p.msn, p.ssn, p.recv_seq, p.msg_len, p.offset, p.va, p.rkey, p.imm};
+    msg_fields mf{p.stream, p.msn, p.ssn, p.recv_seq, p.msg_len, p.offset, p.va, p.rkey, p.imm, p.read_hint_mbps};
     const std::vector<uint8_t> payload(p.payload.begin(), p.payload.end());
     std::vector<uint8_t> out(data_header_len(bf.op) + payload.size());
     const size_t n = info(bf.op).has_payload ? build_data(out, bf, mf, payload)

@@ -45,6 +45,7 @@ msg_fields sample_msg()
     m.va = 0x0102030405060708ull;
     m.rkey = 0xdeadbeef;
     m.imm = 0xcafef00d;
+    m.read_hint_mbps = 0x00c0ffee;
     return m;
 }
 
@@ -134,6 +135,8 @@ TEST_CASE("every data opcode round-trips through build and parse", "[codec]")
         CHECK(r.pkt.va == (oi.has_reth ? m.va : 0));
         CHECK(r.pkt.rkey == (oi.has_reth ? m.rkey : 0));
         CHECK(r.pkt.imm == (oi.has_imm ? m.imm : 0));
+        // The RETH's last word is a READ_REQ's rate hint, reserved elsewhere (spec 3.3).
+        CHECK(r.pkt.read_hint_mbps == (op == opcode::read_req ? m.read_hint_mbps : 0));
         CHECK(r.pkt.is_last());
         REQUIRE(r.pkt.payload.size() == pl.size());
         CHECK(first_mismatch(pl, r.pkt.payload).empty());

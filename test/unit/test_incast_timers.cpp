@@ -229,3 +229,50 @@ TEST_CASE("a larger pushed share shrinks the wait left by the ratio of the share
     REQUIRE(due > double(t) + 2'000); // the push came well inside the gap
     CHECK(std::abs(double(sends[j]) - want) < 1'000);
 }
+
+TEST_CASE("a READ_REQ tells its responder the reader's share, and the first responses' queue "
+          "at the reader draws no probe on either side", "[incast][hint][read]")
+{
+    // A reads over two connections at once: A is the receiver the data converges on.
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, transport_config{}, 11);
+    endpoint_config cb = pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22);
+    ca.inbound_capacity_mbps = 1'000;
+    ca.hint_utilization = 0.9;
+    pair_harness h(ca, cb, 1000);
+    const conn_id c1 = h.connect();
+    const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    // Everything B sends A from now on waits 60 us in A's last hop (less than one
+    // 450 Mb/s gap): the first response of each responder and the ACKs of the READ_REQs.
+    h.filter = [&](captured& p) {
+        if (p.to == 0) {
+            p.deliver_at += 60'000;
+        }
+        return false;
+    };
+    h.sent.clear();
+    buffer remote(h.b(), 4096, k_all_access, 9);
+    buffer l1(h.a(), 4096, k_all_access);
+    buffer l2(h.a(), 4096, k_all_access);
+    REQUIRE(h.a().post_send(c1, make_wr(wr_opcode::read, l1, remote, 1), h.now()) == post_result::ok);
+    REQUIRE(h.a().post_send(c2, make_wr(wr_opcode::read, l2, remote, 2), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == 2; }));
+    CHECK(first_mismatch(remote.bytes, l1.bytes).empty());
+    CHECK(first_mismatch(remote.bytes, l2.bytes).empty());
+    // Both READs were posted before any response: two expected senders of 900 Mb/s.
+    std::vector<uint32_t> told;
+    for (const captured& p : h.sent) {
+        if (p.to == 1 && is_op(p, wire::opcode::read_req)) {
+            told.push_back(p.view().read_hint_mbps);
+        }
+    }
+    REQUIRE(told.size() == 2);
+    CHECK(told[0] == 450);
+    CHECK(told[1] == 450);
+    // Neither the responder's first response nor the READ_REQ waiting for its ACK has an
+    // RTT sample that knows the queue: only the share in their timers keeps them quiet.
+    CHECK(h.b().stats().tail_probes == 0);
+    CHECK(h.a().stats().tail_probes == 0);
+    CHECK(h.a().stats().timeouts + h.b().stats().timeouts == 0);
+    CHECK(h.a().stats().retransmits + h.b().stats().retransmits == 0);
+}

@@ -76,6 +76,7 @@ f.offset = ProtoField.uint32("metaroce.offset", "Offset")
 -- RETH, IMM (spec 3.3, 3.4)
 f.va = ProtoField.uint64("metaroce.va", "Virtual address", base.HEX)
 f.rkey = ProtoField.uint32("metaroce.rkey", "R_Key", base.HEX)
+f.read_hint = ProtoField.uint32("metaroce.read_hint_mbps", "Reader's rate hint (Mb/s)")
 f.imm = ProtoField.uint32("metaroce.imm", "Immediate", base.HEX)
 f.payload = ProtoField.bytes("metaroce.payload", "Payload")
 f.payload_len = ProtoField.uint32("metaroce.payload_len", "Payload length")
@@ -199,6 +200,9 @@ function proto.dissector(buf, pinfo, root)
             tree:add(f.va, buf(at, 8))
             tree:add(f.rkey, buf(at + 8, 4))
             info = info .. string.format(" rkey=0x%08x", buf(at + 8, 4):uint())
+            if op.name == "READ_REQ" then
+                tree:add(f.read_hint, buf(at + 12, 4))
+            end
             at = at + SIZE.reth
         end
         if op.imm then

@@ -79,6 +79,12 @@ public:
         }
         return uint32_t(std::max(1.0, pool() / sharers()));
     }
+    // What a READ_REQ tells its responder before the responses' first ACK (spec 3.3):
+    // the share of a member, or the one set aside while it is expected.
+    uint32_t read_hint_mbps(uint32_t idx) const noexcept
+    {
+        return std::max(share_mbps(idx), expected_share_mbps(idx));
+    }
     // The round trip to slot `idx`'s sender, as far as this node knows it (the
     // handshake's). A window-limited sender is silent for up to a round trip between
     // bursts: it is not judged gone sooner than two of them.

@@ -48,6 +48,7 @@ struct packet_view {
     // reth / imm
     uint64_t va;
     uint32_t rkey;
+    uint32_t read_hint_mbps; // READ_REQ's reth.rate_hint_mbps; 0 on other opcodes
     uint32_t imm;
     std::span<const uint8_t> payload;
     // fixed control headers, valid for their opcode only
@@ -91,6 +92,7 @@ struct msg_fields {
     uint64_t va = 0;
     uint32_t rkey = 0;
     uint32_t imm = 0;
+    uint32_t read_hint_mbps = 0; // READ_REQ only
 };
 
 // Bytes of headers a data packet of this opcode carries before its payload.
@@ -228,10 +230,14 @@ inline parse_error parse_view(std::span<const uint8_t> bytes, packet_view& v) no
     p += sizeof(msg_header);
     v.va = 0;
     v.rkey = 0;
+    v.read_hint_mbps = 0;
     v.imm = 0;
     if (oi.has_reth) {
         v.va = load<be64_t>(p + offsetof(reth, va)).host();
         v.rkey = load<be32_t>(p + offsetof(reth, rkey)).host();
+        if (v.op == opcode::read_req) {
+            v.read_hint_mbps = load<be32_t>(p + offsetof(reth, rate_hint_mbps)).host();
+        }
         p += sizeof(reth);
     }
     if (oi.has_imm) {
@@ -294,7 +300,7 @@ inline size_t build_data_headers(std::span<uint8_t> out, const bth_fields& b, co
     if (oi.has_reth) {
         put(p, offsetof(reth, va), be64_t::from_host(m.va));
         put(p, offsetof(reth, rkey), be32_t::from_host(m.rkey));
-        put(p, offsetof(reth, reserved), be32_t{});
+        put(p, offsetof(reth, rate_hint_mbps), be32_t::from_host(m.read_hint_mbps));
         p += sizeof(reth);
     }
     if (oi.has_imm) {

@@ -78,7 +78,7 @@ static_assert(sizeof(msg_header) == 24);
 struct reth {
     be64_t va;
     be32_t rkey;
-    be32_t reserved;
+    be32_t rate_hint_mbps; // READ_REQ: the share set aside for the responses (spec 6.4); else 0
 } __attribute__((packed));
 static_assert(sizeof(reth) == 16);
 
