@@ -17,11 +17,17 @@ constexpr double k_window_packets = 20;  // a window carries >= this many fair-s
 constexpr uint64_t k_recovery_avg_ns = 200'000; // goodput counts whole messages: average over several
 constexpr uint64_t k_settle_ns = 1'000'000; // after_gbps starts 1 ms after the fault
 
+// The host a connection's data leaves from: the initiator, or with READ the target.
+uint32_t data_source(const scenario& s, const std::pair<uint32_t, uint32_t>& conn)
+{
+    return s.workload.op == wr_opcode::read ? conn.second : conn.first;
+}
+
 std::set<uint32_t> data_sources(const scenario& s)
 {
     std::set<uint32_t> out;
-    for (const auto& [from, to] : plan_connections(s)) {
-        out.insert(s.workload.op == wr_opcode::read ? to : from);
+    for (const auto& conn : plan_connections(s)) {
+        out.insert(data_source(s, conn));
     }
     return out;
 }
@@ -185,7 +191,7 @@ void victim(const scenario& s, const goodput_meter& m, sim_result& r)
     out.completed = r.work.victim_completed;
     out.verified = r.work.victim_verified;
     if (r.work.first_post != k_never && r.work.last_completion > r.work.first_post) {
-        const auto& src = m.source(s.workload.op == wr_opcode::read ? v->second : v->first);
+        const auto& src = m.source(data_source(s, *v));
         const size_t a = size_t(r.work.first_post / m.bin());
         const size_t b = size_t(r.work.last_completion / m.bin());
         for (size_t i = a; i < b; ++i) {
