@@ -750,6 +750,8 @@ struct connection {
     bool pace_wait = false;           // new data is waiting for pace_next
     uint32_t early_hint_mbps = 0;     // the share the peer told before our first ACK: its ACCEPT's
                                       // (spec 3.8) or a READ_REQ's (3.3); 0 = none
+    uint32_t read_share_mbps = 0;     // our share for the peer's READ responses, told in our
+                                      // latest READ_REQ (3.3); 0 = our inbound is not shared
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -843,9 +845,15 @@ inline uint64_t probe_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 // (the first packets of many senders all queue at once) and after it (a path's samples
 // are few and old when each sender has a packet out every few gaps).
 // Until the first ACK the share is the one the peer told first (its ACCEPT or a READ_REQ).
+// While READ responses are owed to us, our packets' ACKs come back through our own last
+// hop behind a packet of every responder we share it with: the gap at the share our
+// READ_REQ told counts too (the longer of the two: one of them is usually unshared).
 inline uint64_t hint_queue_ns(const connection& c, uint32_t frame_overhead) noexcept
 {
-    const uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.early_hint_mbps;
+    uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.early_hint_mbps;
+    if (c.reads_outstanding != 0 && c.read_share_mbps != 0) {
+        hint = hint == 0 ? c.read_share_mbps : std::min(hint, c.read_share_mbps);
+    }
     if (hint == 0) {
         return 0;
     }

@@ -312,13 +312,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
             m.imm = s.wr.imm;
             if (s.op == wire::opcode::read_req) {
                 m.read_hint_mbps = rates.read_hint_mbps(slot_of(c.id));
-                if (m.read_hint_mbps != 0 && !c.cc.acked) {
-                    // Its ACK comes back through our own last hop, behind about a packet
-                    // of every responder we share it with: the wait a sender's first
-                    // packets allow under a share (spec 5.6), at that share.
-                    c.early_hint_mbps = c.early_hint_mbps == 0 ? m.read_hint_mbps
-                                                              : std::min(c.early_hint_mbps, m.read_hint_mbps);
-                }
+                c.read_share_mbps = m.read_hint_mbps; // for this READ_REQ's own timers
             }
         }
         hdr = wire::build_data_headers(f.buf, b, m, r.len);
