@@ -127,8 +127,8 @@ void endpoint::impl::try_complete(connection& c, uint16_t stream) noexcept
         if (ss.head == k_nil) {
             ss.tail = k_nil;
         }
-        if (s.op == wire::opcode::read_req) {
-            --c.reads_outstanding;
+        if (s.op == wire::opcode::read_req && --c.reads_outstanding == 0) {
+            c.read_share_mbps = 0; // no response owed: our ACKs no longer queue behind any
         }
         sges.release(s.sgl);
         s.sgl = detail::sge_pool::k_none;

@@ -751,7 +751,7 @@ struct connection {
     uint32_t early_hint_mbps = 0;     // the share the peer told before our first ACK: its ACCEPT's
                                       // (spec 3.8) or a READ_REQ's (3.3); 0 = none
     uint32_t read_share_mbps = 0;     // our share for the peer's READ responses, told in our
-                                      // latest READ_REQ (3.3); 0 = our inbound is not shared
+                                      // latest READ_REQ (3.3); 0 = not shared, or no READ outstanding
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -851,7 +851,7 @@ inline uint64_t probe_rtt(const connection& c, uint64_t initial_rtt_ns) noexcept
 inline uint64_t hint_queue_ns(const connection& c, uint32_t frame_overhead) noexcept
 {
     uint32_t hint = c.cc.acked ? c.cc.rate_hint_mbps : c.early_hint_mbps;
-    if (c.reads_outstanding != 0 && c.read_share_mbps != 0) {
+    if (c.read_share_mbps != 0) {
         hint = hint == 0 ? c.read_share_mbps : std::min(hint, c.read_share_mbps);
     }
     if (hint == 0) {
