@@ -28,7 +28,7 @@ run_client() {
   ip netns exec $ns_u env "${common[@]}" METAROCE_ADDR=10.0.0.2,10.0.1.2 \
     timeout 30 "$run" ib_write_bw -x 0 -D 2 192.168.77.1 >"$dir/client.log" 2>&1
 }
-run_attempts "$dir/client.log"
+run_attempts "$dir/client.log" "$dir/server.log"
 app_pid=
 read -r u0_end u1_end <<<"$(ip netns exec $ns_u cat /sys/class/net/u0/statistics/rx_packets /sys/class/net/u1/statistics/rx_packets | tr '\n' ' ')"
 echo "--- server: ib_write_bw on the DPDK backend (exit $src)"; cat "$dir/server.log"

@@ -38,7 +38,7 @@ run_client() {
     METAROCE_EAL=$(eal client) METAROCE_ADDR=$(addrs 2) \
         timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1
 }
-run_attempts "$dir/client"
+run_attempts "$dir/client" "$dir/server"
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 [ -n "${DPDK_PAIR_OUT:-}" ] && cp "$dir/server" "$dir/client" "$DPDK_PAIR_OUT/"

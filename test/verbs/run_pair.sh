@@ -19,7 +19,7 @@ export METAROCE_LOG=${METAROCE_LOG:-1}
 . "$(dirname "$0")/pair_lib.sh"
 start_server() { METAROCE_ADDR=127.9.$net.1 timeout "$secs" "$run" "${server[@]}" >"$dir/server" 2>&1 & }
 run_client() { METAROCE_ADDR=127.9.$net.2 timeout "$secs" "$run" "${client[@]}" >"$dir/client" 2>&1; }
-run_attempts "$dir/client"
+run_attempts "$dir/client" "$dir/server"
 echo "== server: ${server[*]} (exit $src)"; cat "$dir/server"
 echo "== client: ${client[*]} (exit $crc)"; cat "$dir/client"
 if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
