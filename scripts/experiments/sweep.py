@@ -5,7 +5,9 @@ A family is a sampled grid, not the full cross product: a base fabric, each dime
 moved alone to its extremes (1 and 4 leaves, 2-8 spines per plane, 1-8 planes, 4-256
 paths, 64 KiB-16 MiB messages) and a few corners that move several at once. Every
 fabric runs the loss cases (loss-free, iid and bursty Gilbert loss at 10 %) and the
-incast sizes, metaroce and the RoCEv2 model alike. Text only, like definitions.py.
+incast sizes, metaroce and the RoCEv2 model alike, and the READ fan-in sizes (host 0
+reads from N hosts at once: the reader is the incast receiver), metaroce alone (the
+RoCEv2 model has only WRITE). Text only, like definitions.py.
 """
 import copy
 
@@ -43,12 +45,13 @@ LOSSES = {
 }
 
 FAMILIES = {
-    # name: (fabrics, loss cases, incast sizes, payload per loss connection, incast messages)
-    "full": (list(DIMENSIONS) + list(CORNERS), list(LOSSES), [8, 64, 256], 16 * MIB, 4),
+    # name: (fabrics, loss cases, incast sizes, payload per loss connection, incast
+    # messages, READ fan-in sizes)
+    "full": (list(DIMENSIONS) + list(CORNERS), list(LOSSES), [8, 64, 256], 16 * MIB, 4, [8, 64, 256]),
     "quick": (["base", "1_leaf", "1_plane", "issue_16h_4s_64p_4MiB", "wide_8pl_8s_256p_64KiB",
-               "narrow_1pl_2s_4p_16MiB"], list(LOSSES), [64], 4 * MIB, 2),
-    # The model suite's test: small enough for seconds, still two fabrics and both kinds.
-    "tiny": (["base", "1_leaf"], ["lossless", "iid_10pct"], [8], 1 * MIB, 2),
+               "narrow_1pl_2s_4p_16MiB"], list(LOSSES), [64], 4 * MIB, 2, [64]),
+    # The model suite's test: small enough for seconds, still two fabrics and every kind.
+    "tiny": (["base", "1_leaf"], ["lossless", "iid_10pct"], [8], 1 * MIB, 2, [8]),
 }
 
 
@@ -69,9 +72,19 @@ def base_scenario(name, protocol, f, hosts, per_leaf):
     return s
 
 
+def incast_scenario(fname, kind, n, p, f, msgs, op):
+    # Senders under several leaves, the sink's leaf shared with a victim flow.
+    s = base_scenario(f"sweep_{fname}_{kind}_{n}", p, f, n + 8, 8)
+    s["timeline_us"] = 2
+    # The victim needs a second leaf.
+    s["workload"].update(pattern="incast", senders=n, op=op, message_bytes=131072,
+                         messages=msgs, outstanding=2, victim=f["leaves"] > 1)
+    return s
+
+
 def cases(family):
-    """[(key, scenario)]; key = (fabric, 'loss'|'incast', case, protocol)."""
-    fabrics, losses, sizes, payload, incast_msgs = FAMILIES[family]
+    """[(key, scenario)]; key = (fabric, 'loss'|'incast'|'read_incast', case, protocol)."""
+    fabrics, losses, sizes, payload, incast_msgs, read_sizes = FAMILIES[family]
     out = []
     for fname in fabrics:
         f = fabric(fname)
@@ -86,13 +99,10 @@ def cases(family):
                 s["duration_us"] = 50000
                 out.append(((fname, "loss", lname, p), s))
             for n in sizes:
-                # Senders under several leaves, the sink's leaf shared with a victim flow.
-                s = base_scenario(f"sweep_{fname}_incast_{n}", p, f, n + 8, 8)
-                s["timeline_us"] = 2
-                # The victim needs a second leaf.
-                s["workload"].update(pattern="incast", senders=n, message_bytes=131072,
-                                     messages=incast_msgs, outstanding=2, victim=f["leaves"] > 1)
-                out.append(((fname, "incast", n, p), s))
+                out.append(((fname, "incast", n, p), incast_scenario(fname, "incast", n, p, f, incast_msgs, "write")))
+        for n in read_sizes:
+            s = incast_scenario(fname, "read_incast", n, "metaroce", f, incast_msgs, "read")
+            out.append(((fname, "read_incast", n, "metaroce"), s))
     return out
 
 
@@ -111,13 +121,25 @@ TARGETS = [
     ("incast_convergence_rtts", "incast convergence to fair share (RTTs)", "low", 2, "1-2 RTTs"),
     ("incast_timeouts", "incast timeouts", "low", 0, "–"),
     ("incast_drop_pct", "incast drops (% of packets)", "low", 1, "–"),
+    ("read_incast_jain", "READ fan-in Jain", "high", 0.95, "–"),
+    ("read_incast_convergence_rtts", "READ fan-in convergence to fair share (RTTs)", "low", 2, "open problem"),
+    ("read_incast_timeouts", "READ fan-in timeouts", "low", 0, "–"),
+    ("read_incast_drop_pct", "READ fan-in drops (% of packets)", "low", 1, "–"),
 ]
 
 
 def values(results, family, protocol):
     """{target id: [(fabric/case, value)]} from the runs; None is 'never' (convergence)."""
-    fabrics, losses, sizes, _, _ = FAMILIES[family]
+    fabrics, losses, sizes, _, _, read_sizes = FAMILIES[family]
     v = {t[0]: [] for t in TARGETS}
+
+    def incast(kind, x, where):
+        v[f"{kind}_jain"].append((where, x["jain_index"] or 0.0))
+        v[f"{kind}_convergence_rtts"].append((where, x["convergence_rtts"]))
+        v[f"{kind}_timeouts"].append((where, x["timeouts"]))
+        inj = x["fabric_packets"]["injected"]
+        v[f"{kind}_drop_pct"].append((where, 100.0 * x["dropped_packets"] / inj if inj else 0.0))
+
     for fname in fabrics:
         def r(kind, case):
             return results[(fname, kind, case, protocol)]
@@ -131,13 +153,9 @@ def values(results, family, protocol):
             x = r("loss", "gilbert_10pct_b4")
             v["goodput_10pct_bursty"].append((fname, x["goodput_gbps"] / free if free else 0.0))
         for n in sizes:
-            x = r("incast", n)
-            where = f"{fname}, {n}:1"
-            v["incast_jain"].append((where, x["jain_index"] or 0.0))
-            v["incast_convergence_rtts"].append((where, x["convergence_rtts"]))
-            v["incast_timeouts"].append((where, x["timeouts"]))
-            inj = x["fabric_packets"]["injected"]
-            v["incast_drop_pct"].append((where, 100.0 * x["dropped_packets"] / inj if inj else 0.0))
+            incast("incast", r("incast", n), f"{fname}, {n}:1")
+        for n in read_sizes if protocol == "metaroce" else []:
+            incast("read_incast", r("read_incast", n), f"{fname}, {n}:1")
     return v
 
 
@@ -164,7 +182,8 @@ def summary(results, family):
     """What sweep.json holds: per target, the worst over the family and where."""
     out = {"family": family, "fabrics": {f: fabric(f) for f in FAMILIES[family][0]},
            "losses": {k: LOSSES[k] for k in FAMILIES[family][1]},
-           "incast_sizes": FAMILIES[family][2], "runs": len(results),
+           "incast_sizes": FAMILIES[family][2], "read_incast_sizes": FAMILIES[family][5],
+           "runs": len(results),
            "sim_s": round(sum(r["wall_time_s"] for r in results.values()), 1), "targets": {}}
     for tid, what, better, threshold, _ in TARGETS:
         entry = {"what": what, "better": better, "threshold": threshold}
@@ -178,6 +197,7 @@ def summary(results, family):
 
 
 def show(tid, v):
+    tid = tid.removeprefix("read_")
     if v is None:
         return "never"
     if tid.startswith("goodput"):
@@ -201,7 +221,10 @@ def report(summ):
              "grid: the base (4 leaves of 4 hosts, 4 spines per plane, 2 planes, 16 paths, 1 MiB "
              "messages), each dimension alone at its extremes, and corners that move several at once. "
              "Loss runs: 8 pairs; incast: N senders under leaves of 8 hosts (one leaf when the fabric "
-             "has one) writing 128 KiB messages to host 0, with a victim flow when there are several leaves. Each cell is the "
+             "has one) writing 128 KiB messages to host 0, with a victim flow when there are several leaves; "
+             f"READ fan-in ({', '.join(f'{n}:1' for n in summ.get('read_incast_sizes', []))}, metaroce "
+             "only: the RoCEv2 model has only WRITE): the same fabric, host 0 reading 128 KiB messages "
+             "from each of the N hosts at once, the victim host 1 reading from H-1. Each cell is the "
              "**worst** run of the family (lowest goodput or Jain, highest convergence, timeouts or "
              "drops) and where it happened.", "",
              "| fabric | leaves | spines/plane | planes | paths | message |", "|---|---|---|---|---|---|"]

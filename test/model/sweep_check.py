@@ -45,7 +45,7 @@ with tempfile.TemporaryDirectory() as tmp:
     r = runs(d)
     with open(os.path.join(d, "sweep.json")) as f:
         summ = json.load(f)
-    check(summ["runs"] == len(r) == 12, f"{len(r)} run files, summary says {summ['runs']}")
+    check(summ["runs"] == len(r) == 14, f"{len(r)} run files, summary says {summ['runs']}")
     check(all(x["data_verified"] for x in r.values() if x["stop_reason"] == "done"),
           "a finished run did not verify its data")
 
@@ -66,6 +66,15 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{proto} {tid}: summary {got}, the runs give {worst(vals.values())} ({vals})")
         check(t["goodput_10pct_iid"]["met"] == (min(ratios.values()) >= 0.75) or proto != "metaroce",
               "goodput target verdict does not follow from the worst value")
+    # READ fan-in: metaroce only (the RoCEv2 model has only WRITE).
+    reads = {f: r[(f, "read_incast_8", "metaroce")] for f in fabrics}
+    check(all(x["input"]["workload"]["op"] == "read" for x in reads.values()), "a READ fan-in run did not READ")
+    t = summ["targets"]
+    check(t["read_incast_jain"]["metaroce"]["worst"] == min(x["jain_index"] or 0.0 for x in reads.values()),
+          "READ fan-in Jain: the summary's worst is not the runs'")
+    check(t["read_incast_timeouts"]["metaroce"]["worst"] == max(x["timeouts"] for x in reads.values()),
+          "READ fan-in timeouts: the summary's worst is not the runs'")
+    check(t["read_incast_jain"]["rocev2_model"] is None, "the RoCEv2 model has READ fan-in figures")
     readme = open(os.path.join(d, "README.md")).read()
     check("## Sweep" in readme, "README.md has no sweep section")
     check(f"{summ['targets']['incast_jain']['metaroce']['worst']:.3f}" in readme,
