@@ -41,6 +41,28 @@ int post_srq_recv(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad)
     return err;
 }
 
+namespace {
+// A registration's Verbs access flags and length as the core's rights; false with errno
+// set when the pair is refused (ibv_reg_mr and ibv_rereg_mr alike).
+bool core_access(int access, size_t length, uint32_t& out)
+{
+    const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+    if ((access & remote) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+        errno = EINVAL; // IB spec 10.6.3.1: remote write needs local write
+        return false;
+    }
+    if ((access & IBV_ACCESS_ON_DEMAND) || length == 0 || length > k_max_msg_len * 2ull) {
+        errno = (access & IBV_ACCESS_ON_DEMAND) ? EOPNOTSUPP : EINVAL;
+        return false;
+    }
+    out = 0;
+    out |= (access & IBV_ACCESS_LOCAL_WRITE) ? metaroce::access::local_write : 0;
+    out |= (access & IBV_ACCESS_REMOTE_WRITE) ? metaroce::access::remote_write : 0;
+    out |= (access & IBV_ACCESS_REMOTE_READ) ? metaroce::access::remote_read : 0;
+    return true;
+}
+} // namespace
+
 } // namespace metaroce::verbs
 
 using namespace metaroce;
@@ -77,19 +99,10 @@ MRV_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint6
     if (!is_ours(pd->context)) {
         return forward<ibv_mr*>("ibv_reg_mr_iova2", pd, addr, length, iova, access);
     }
-    const unsigned remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
-    if ((access & remote) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
-        errno = EINVAL; // IB spec 10.6.3.1: remote write needs local write
-        return nullptr;
-    }
-    if ((access & IBV_ACCESS_ON_DEMAND) || length == 0 || length > k_max_msg_len * 2ull) {
-        errno = (access & IBV_ACCESS_ON_DEMAND) ? EOPNOTSUPP : EINVAL;
-        return nullptr;
-    }
     uint32_t a = 0;
-    a |= (access & IBV_ACCESS_LOCAL_WRITE) ? metaroce::access::local_write : 0;
-    a |= (access & IBV_ACCESS_REMOTE_WRITE) ? metaroce::access::remote_write : 0;
-    a |= (access & IBV_ACCESS_REMOTE_READ) ? metaroce::access::remote_read : 0;
+    if (!core_access(int(access), length, a)) {
+        return nullptr; // errno set
+    }
     vcontext& c = *ctx_of(pd->context);
     std::lock_guard<std::mutex> g(c.mu);
     auto r = c.node->ep().memory().register_region(addr, iova, length, a);
@@ -166,8 +179,61 @@ MRV_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_
     if (!is_ours(mr->context)) {
         return forward<int>("ibv_rereg_mr", mr, flags, pd, addr, length, access);
     }
-    errno = EOPNOTSUPP; // not offered: deregister and register again
-    return IBV_REREG_MR_ERR_INPUT;
+    const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+    const bool translate = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+    const bool reaccess = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0;
+    if (flags == 0 || (flags & ~known) != 0 || (translate && (addr == nullptr || length == 0)) ||
+        ((flags & IBV_REREG_MR_CHANGE_PD) && pd == nullptr)) {
+        errno = EINVAL; // as libibverbs' own checks before a provider sees the call
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    if (flags & IBV_REREG_MR_CHANGE_PD) {
+        // The core keeps no protection domain per region (any QP of the context may
+        // name any of its keys), so a new PD would change nothing it enforces.
+        errno = EOPNOTSUPP;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    vmr& v = *reinterpret_cast<vmr*>(mr);
+    const int new_access = reaccess ? access : v.access;
+    void* const new_addr = translate ? addr : mr->addr;
+    const size_t new_length = translate ? length : mr->length;
+    uint32_t a = 0;
+    if (!core_access(new_access, new_length, a)) {
+        return IBV_REREG_MR_ERR_INPUT; // errno set
+    }
+    vcontext& c = *ctx_of(mr->context);
+    std::lock_guard<std::mutex> g(c.mu);
+    const memory_region* cur = c.node->ep().memory().find_by_lkey(mr->lkey);
+    if (cur == nullptr) {
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    // A new translation keeps the iova offset rule of a fresh registration: peers see the
+    // new memory at its own address (ibv_reg_mr's iova), under the same keys.
+    const uint64_t va = translate ? reinterpret_cast<uintptr_t>(addr) : cur->va;
+    if (translate) {
+        // DPDK zero copy: frames sent from the old memory in place are freed first.
+        std::string why;
+        if (const int err = c.node->mem_removed(mr->addr, why); err != 0) {
+            std::fprintf(stderr, "metaroce: ibv_rereg_mr: %s\n", why.c_str());
+            errno = err;
+            return IBV_REREG_MR_ERR_CMD;
+        }
+    }
+    if (!c.node->ep().memory().reregister(mr->lkey, new_addr, va, new_length, a)) {
+        if (translate) {
+            c.node->mem_added(mr->addr, mr->length); // the old memory stays registered
+        }
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    if (translate) {
+        c.node->mem_added(new_addr, new_length);
+        mr->addr = new_addr;
+        mr->length = new_length;
+    }
+    v.access = new_access;
+    return 0;
 }
 
 MRV_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr)

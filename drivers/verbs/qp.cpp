@@ -203,6 +203,14 @@ int modify_qp_locked(vcontext& c, vqp& q, const ibv_qp_attr& attr, int mask)
         // Nothing completes: the rings empty (sequences go on, so the core's late
         // reports of what it still held are recognised and ignored).
         qp_detach(c, q);
+        // The QP's completions still in its CQs go too (mlx4, mlx5 and hns clean their
+        // CQs on this transition): a QP reset to recover from an error must not hand the
+        // program the flushes of its previous life.
+        for (ibv_cq* cq : {q.ex.qp_base.send_cq, q.ex.qp_base.recv_cq}) {
+            if (cq != nullptr) {
+                std::erase_if(cq_of(cq)->q, [&](const ibv_wc& wc) { return wc.qp_num == q.ex.qp_base.qp_num; });
+            }
+        }
         q.sq.head = q.sq.sub = q.sq.tail;
         q.rq.head = q.rq.sub = q.rq.tail;
         q.reads_inflight = 0;

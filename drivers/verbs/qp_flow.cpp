@@ -119,6 +119,10 @@ void submit_recvs(vcontext& c, vqp& q)
         const recv_rec& r = q.recvs[slot];
         recv_wr w;
         w.wr_id = make_wr_id(qpn, q.rq.sub);
+        // As an HCA does, the lkeys are checked when a message lands, not now: the
+        // receive may have waited here for the QP's binding while the program
+        // reregistered its region (12.4), and the peer must see the failure (a NAK).
+        w.check_at_use = true;
         const sge* s = &q.recv_sges[size_t(slot) * q.cap.max_recv_sge];
         if (r.num_sge == 0) {
             w.local = sge{reinterpret_cast<uintptr_t>(c.ctl_mem.data()), 0, c.ctl_lkey};

@@ -239,7 +239,9 @@ struct endpoint::impl {
     mr_check gather_refs(const sge& one, int32_t list, uint64_t off, uint32_t len, tx_frame& f, bool& fits) noexcept;
     mr_check scatter(const sge& one, int32_t list, uint64_t off, std::span<const uint8_t> from) noexcept;
     // Checks a posted gather/scatter list piece by piece; *total is its length.
-    post_result check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept;
+    // A work request's list: its shape, its total and (`keys`) every piece's key, rights
+    // and bounds.
+    post_result check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total, bool keys = true) noexcept;
     // A receive is consumed (completed or flushed): its list goes back to the pool.
     void consume_recv(detail::stream_state& ss) noexcept;
     uint32_t withdraw_recvs(connection& c, uint16_t stream) noexcept;

@@ -68,7 +68,8 @@ mr_check endpoint::impl::scatter(const sge& one, int32_t list, uint64_t off, std
                       [&](uint8_t* host, uint32_t n, uint32_t at) { std::memcpy(host, from.data() + at, n); });
 }
 
-post_result endpoint::impl::check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total) noexcept
+post_result endpoint::impl::check_list(const sge* l, uint32_t n, uint32_t need, uint64_t& total,
+                                       bool keys) noexcept
 {
     if (n > k_max_sge || l == nullptr) {
         return post_result::too_many_sge;
@@ -76,8 +77,8 @@ post_result endpoint::impl::check_list(const sge* l, uint32_t n, uint32_t need, 
     total = 0;
     for (uint32_t i = 0; i < n; ++i) {
         uint8_t* host = nullptr;
-        const mr_check mc = mrs.check_local(l[i].lkey, l[i].addr, l[i].length, need, &host);
-        if (mc != mr_check::ok) {
+        if (const mr_check mc = keys ? mrs.check_local(l[i].lkey, l[i].addr, l[i].length, need, &host) : mr_check::ok;
+            mc != mr_check::ok) {
             return to_post_result(mc);
         }
         total += l[i].length;

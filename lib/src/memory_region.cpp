@@ -57,13 +57,32 @@ bool mr_table::deregister(uint32_t lkey)
     entries_[index].live = false;
     free_.push_back(index);
     --live_;
+    bump_epoch();
+    return true;
+}
+
+bool mr_table::reregister(uint32_t lkey, void* host, uint64_t va, uint64_t length, uint32_t access)
+{
+    if (lookup(lkey, false) == nullptr || length == 0 || host == nullptr || va + length < va) {
+        return false;
+    }
+    memory_region& mr = entries_[lkey & k_index_mask].mr;
+    mr.host = static_cast<uint8_t*>(host);
+    mr.va = va;
+    mr.length = length;
+    mr.access = access;
+    bump_epoch(); // every range checked under the old translation or rights is checked again
+    return true;
+}
+
+void mr_table::bump_epoch() noexcept
+{
     if (++epoch_ == 0) {
         epoch_ = 1;
         if (wrap_hook_ != nullptr) {
-            wrap_hook_(wrap_arg_); // an epoch kept 65,535 deregistrations ago would match again
+            wrap_hook_(wrap_arg_); // an epoch kept 65,535 changes ago would match again
         }
     }
-    return true;
 }
 
 const memory_region* mr_table::find_by_lkey(uint32_t lkey) const noexcept

@@ -83,7 +83,7 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
     int32_t list = detail::sge_pool::k_none;
     if (listed) {
         uint64_t total = 0;
-        if (const post_result pr = check_list(wr.sg_list, wr.num_sge, access::local_write, total);
+        if (const post_result pr = check_list(wr.sg_list, wr.num_sge, access::local_write, total, !wr.check_at_use);
             pr != post_result::ok) {
             return pr;
         }
@@ -92,7 +92,7 @@ post_result endpoint::impl::post_recv(connection& c, uint16_t stream, const recv
             return post_result::queue_full;
         }
         whole = sge{0, uint32_t(total), 0};
-    } else {
+    } else if (!wr.check_at_use) {
         uint8_t* host = nullptr;
         const mr_check mc = mrs.check_local(whole.lkey, whole.addr, whole.length, access::local_write, &host);
         if (mc != mr_check::ok) {

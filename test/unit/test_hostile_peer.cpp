@@ -217,6 +217,27 @@ TEST_CASE("a SEND whose receive buffer is deregistered mid-message writes no mor
     CHECK(all_zero(std::span(dst.bytes).subspan(4096)));
 }
 
+TEST_CASE("a receive checked at use takes a bad key at the post and fails the SEND that lands in it",
+          "[hostile][dereg]")
+{
+    pair_harness h(one_at_a_time());
+    const conn_id c = h.connect();
+    const conn_id pc = h.peer_conn();
+    buffer src(h.a(), 4096, k_all_access, 9);
+    buffer dst(h.b(), 4096, k_all_access);
+    recv_wr bad = make_recv(dst, 77);
+    bad.local.lkey ^= 0x5a0000; // a key no region has
+    CHECK(h.b().post_recv(pc, 0, bad) == post_result::bad_lkey); // checked at the post by default
+    bad.check_at_use = true;
+    REQUIRE(h.b().post_recv(pc, 0, bad) == post_result::ok);
+    REQUIRE(h.a().post_send(c, make_wr(wr_opcode::send, src, dst, 1), h.now()) == post_result::ok);
+    REQUIRE(h.run_until([&] { return !h.cq[0].empty() && !h.cq[1].empty(); }));
+    CHECK(h.cq[0][0].status == wc_status::rem_op_err);
+    CHECK(h.cq[1][0].wr_id == 77);
+    CHECK(h.cq[1][0].status == wc_status::loc_prot_err);
+    CHECK(all_zero(dst.bytes));
+}
+
 TEST_CASE("a READ source deregistered while it is being answered is read no more", "[hostile][dereg]")
 {
     pair_harness h(one_at_a_time());

@@ -1,4 +1,4 @@
-// Memory regions: keys, access rights, bounds, overflow, stale keys, capacity.
+// Memory regions: keys, access rights, bounds, overflow, stale keys, capacity, reregistration.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -177,7 +177,7 @@ TEST_CASE("the table refuses registrations when full", "[mr]")
     CHECK(t.check_remote(o->rkey, 0x1000, 8, 0, &host) == mr_check::bad_key);
 }
 
-TEST_CASE("the epoch moves on every deregistration only, skips 0 and calls the wrap hook", "[mr]")
+TEST_CASE("the epoch moves on every deregistration, skips 0 and calls the wrap hook", "[mr]")
 {
     int wraps = 0;
     mr_table t(4, 1, [](void* n) { ++*static_cast<int*>(n); }, &wraps);
@@ -201,4 +201,45 @@ TEST_CASE("the epoch moves on every deregistration only, skips 0 and calls the w
     CHECK(wraps == 1); // 65,535 values: one wrap in 70,000
     CHECK_FALSE(t.deregister(0x12345678));
     CHECK(t.epoch() == last); // a refused deregistration changes nothing
+}
+
+TEST_CASE("reregistration keeps both keys and moves translation and rights together", "[mr]")
+{
+    mr_table t(4);
+    std::vector<uint8_t> old_buf(256), new_buf(512);
+    const auto mr = t.register_region(old_buf.data(), 0x1000, old_buf.size(), k_all);
+    REQUIRE(mr);
+    const uint16_t before = t.epoch();
+    uint8_t* host = nullptr;
+
+    // New rights only: same memory, remote write gone, the epoch moves (cached checks redo).
+    REQUIRE(t.reregister(mr->lkey, old_buf.data(), 0x1000, old_buf.size(), access::local_write | access::remote_read));
+    CHECK(t.epoch() != before);
+    CHECK(t.check_remote(mr->rkey, 0x1000, 8, access::remote_write, &host) == mr_check::access_denied);
+    CHECK(t.check_remote(mr->rkey, 0x1000, 8, access::remote_read, &host) == mr_check::ok);
+    CHECK(host == old_buf.data());
+
+    // New translation: the same rkey reaches the new memory; the old range is out of bounds.
+    const uint16_t mid = t.epoch();
+    REQUIRE(t.reregister(mr->lkey, new_buf.data(), 0x8000, new_buf.size(), k_all));
+    CHECK(t.epoch() != mid);
+    CHECK(t.check_remote(mr->rkey, 0x1000, 8, access::remote_write, &host) == mr_check::out_of_bounds);
+    CHECK(t.check_remote(mr->rkey, 0x8000 + 500, 12, access::remote_write, &host) == mr_check::ok);
+    CHECK(host == new_buf.data() + 500);
+    CHECK(t.check_local(mr->lkey, 0x8000, 512, access::local_write, &host) == mr_check::ok);
+    CHECK(t.check_local(mr->lkey, 0x8000, 513, access::local_write, &host) == mr_check::out_of_bounds);
+    CHECK(t.find_by_lkey(mr->lkey)->rkey == mr->rkey);
+
+    // Refused: unknown or remote key, zero length, a wrapping range. Nothing changes.
+    const uint16_t last = t.epoch();
+    CHECK_FALSE(t.reregister(0x12345678, new_buf.data(), 0x8000, 16, k_all));
+    CHECK_FALSE(t.reregister(mr->rkey, new_buf.data(), 0x8000, 16, k_all));
+    CHECK_FALSE(t.reregister(mr->lkey, new_buf.data(), 0x8000, 0, k_all));
+    CHECK_FALSE(t.reregister(mr->lkey, new_buf.data(), UINT64_MAX - 8, 16, k_all));
+    CHECK(t.epoch() == last);
+    CHECK(t.check_remote(mr->rkey, 0x8000, 512, access::remote_write, &host) == mr_check::ok);
+
+    // A deregistered key cannot be reregistered.
+    REQUIRE(t.deregister(mr->lkey));
+    CHECK_FALSE(t.reregister(mr->lkey, old_buf.data(), 0x1000, 16, k_all));
 }

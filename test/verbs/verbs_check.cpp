@@ -704,9 +704,23 @@ int mode_refusals()
     std::vector<uint8_t> buf(4096);
     ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(mr != nullptr);
-    errno = 0;
-    CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE) != 0 &&
-          errno == EOPNOTSUPP);
+    // Reregistration: refused inputs change nothing; accepted ones keep both keys.
+    const uint32_t lkey = mr->lkey, rkey = mr->rkey;
+    auto refused = [&](int flags, ibv_pd* p, void* addr, size_t len, int access, int err) {
+        errno = 0;
+        return ibv_rereg_mr(mr, flags, p, addr, len, access) == IBV_REREG_MR_ERR_INPUT && errno == err;
+    };
+    CHECK(refused(IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE, EINVAL)); // no local write
+    CHECK(refused(0, nullptr, nullptr, 0, 0, EINVAL));
+    CHECK(refused(1 << 7, nullptr, nullptr, 0, 0, EINVAL));
+    CHECK(refused(IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, 64, 0, EINVAL));
+    CHECK(refused(IBV_REREG_MR_CHANGE_PD, pd, nullptr, 0, 0, EOPNOTSUPP)); // no PD per region in the core
+    CHECK(mr->addr == buf.data() && mr->length == buf.size());
+    CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) == 0);
+    std::vector<uint8_t> other(8192);
+    CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(), other.size(), 0) == 0);
+    CHECK(mr->addr == other.data() && mr->length == other.size() && mr->lkey == lkey && mr->rkey == rkey);
     CHECK(ibv_dereg_mr(mr) == 0);
     if (good != nullptr) {
         CHECK(ibv_destroy_ah(good) == 0);

@@ -38,6 +38,11 @@ public:
         return register_region(host, reinterpret_cast<uintptr_t>(host), length, access);
     }
     bool deregister(uint32_t lkey);
+    // ibv_rereg_mr: the region under `lkey` takes a new translation ([host, host+length)
+    // seen at `va`) and/or new rights, keeping both keys, so peers holding the rkey
+    // reach the new memory and see the new rights. False (nothing changed) for an unknown
+    // key, a zero length or a wrapping range.
+    bool reregister(uint32_t lkey, void* host, uint64_t va, uint64_t length, uint32_t access);
 
     // Resolves [va, va+len) under a key with the needed rights to a host pointer.
     // A zero-length range is valid anywhere inside (or at the end of) the region.
@@ -49,11 +54,11 @@ public:
     const memory_region* find_by_lkey(uint32_t lkey) const noexcept;
     size_t size() const noexcept { return live_; }
 
-    // Regions never change once registered; only deregistration takes one away. So a
-    // range found valid under a key stays valid while epoch() is unchanged: the engine
-    // checks a message's whole range once and then resolves each packet by host_at().
-    // 16 bits, never 0 (a holder's "not checked"); when it wraps, the wrap hook runs so
-    // holders forget the epochs they kept.
+    // Regions change only by deregistration or reregistration, and each moves the epoch.
+    // So a range found valid under a key stays valid while epoch() is unchanged: the
+    // engine checks a message's whole range once and then resolves each packet by
+    // host_at(). 16 bits, never 0 (a holder's "not checked"); when it wraps, the wrap
+    // hook runs so holders forget the epochs they kept.
     uint16_t epoch() const noexcept { return epoch_; }
     // The host address of va under key; only for a range checked in this epoch.
     uint8_t* host_at(uint32_t key, uint64_t va) const noexcept
@@ -75,6 +80,7 @@ private:
     mr_check check(const entry* e, uint64_t va, uint64_t len, uint32_t need,
                    uint8_t** host) const noexcept;
     const entry* lookup(uint32_t key, bool remote) const noexcept;
+    void bump_epoch() noexcept;
 
     std::vector<entry> entries_;
     std::vector<uint32_t> free_;

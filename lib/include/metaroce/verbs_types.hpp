@@ -48,6 +48,11 @@ struct recv_wr {
     sge local;               // as in send_wr: used when num_sge is 0
     const sge* sg_list = nullptr;
     uint32_t num_sge = 0;
+    // The keys and bounds are checked only when a message lands (its receive completes
+    // with loc_prot_err and the sender's request with a NAK, spec 8.2), not at the post:
+    // Verbs semantics, where a region may be reregistered or deregistered between the
+    // two. Off: post_recv refuses a bad key or range at once.
+    bool check_at_use = false;
 };
 
 enum class wc_status : uint8_t {
