@@ -208,8 +208,8 @@ MRV_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_
         errno = EINVAL;
         return IBV_REREG_MR_ERR_INPUT;
     }
-    // A new translation keeps the iova offset rule of a fresh registration: peers see the
-    // new memory at its own address (ibv_reg_mr's iova), under the same keys.
+    // Peers see new memory at its own address, as ibv_reg_mr registers it, under the same
+    // keys.
     const uint64_t va = translate ? reinterpret_cast<uintptr_t>(addr) : cur->va;
     if (translate) {
         // DPDK zero copy: frames sent from the old memory in place are freed first.
