@@ -752,6 +752,7 @@ struct connection {
                                       // (spec 3.8) or a READ_REQ's (3.3); 0 = none
     uint32_t read_share_mbps = 0;     // our share for the peer's READ responses, told in our
                                       // latest READ_REQ (3.3); 0 = not shared, or no READ outstanding
+    uint64_t read_req_at = k_no_deadline; // the slot the READ_REQ at the head reserved (read_req_due)
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)

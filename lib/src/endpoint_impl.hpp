@@ -84,6 +84,7 @@ struct endpoint::impl {
     detail::coverage_key coverage_key;              // secret: keyed sums of packet indexes
     uint64_t clock = 0;                             // the time handed in by the current call
     uint32_t busy_planes = 0;                       // the current poll_tx's tx_frame::busy_planes
+    uint64_t read_req_next = 0;                     // the next READ_REQ's slot (read_req_due)
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;
@@ -256,6 +257,7 @@ struct endpoint::impl {
     bool copy_delivered(connection& c, const detail::pkt_record& r, uint32_t ts_echo, uint64_t now) noexcept;
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
+    bool read_req_due(connection& c, const detail::send_slot& s, uint64_t now) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
     int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.

@@ -359,12 +359,17 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     }
     f.len = hdr + r.len - f.payload_len;
     fill_frame_route(c, plane, copy ? route_sport : p.udp_sport, f);
-    if ((!retx || copy) && c.cc.rate_hint_mbps != 0) {
+    // A READ response before its first ACK: the share its READ_REQ told sets the schedule
+    // (the reader spaced the READ_REQs, spec 6.4), so the packet after the first waits its
+    // gap, not just the first ACK's round trip.
+    const uint32_t pace_mbps = c.cc.rate_hint_mbps != 0 || c.cc.acked || jp == nullptr ? c.cc.rate_hint_mbps
+                                                                                     : c.early_hint_mbps;
+    if ((!retx || copy) && pace_mbps != 0) {
         // Space new packets at the receiver's share, in wire bytes (the driver's framing).
         // A sender woken late (a coarse poll loop or timer) keeps its schedule if it is
         // at most k_pace_burst gaps behind, so pacing keeps the share instead of one packet
         // per wake-up; one idle for longer starts afresh (no burst after idle).
-        const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / c.cc.rate_hint_mbps;
+        const uint64_t gap = (uint64_t(f.wire_len()) + cfg.frame_overhead_bytes) * 8000 / pace_mbps;
         const bool behind = c.pace_next != 0 && now > c.pace_next && now - c.pace_next <= k_pace_burst * gap;
         c.pace_next = (behind ? c.pace_next : std::max(c.pace_next, now)) + gap;
         if (c.pace_wait) {
@@ -585,6 +590,30 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
     return false;
 }
 
+// A reader's READ_REQs leave one first response apart, at its share of inbound capacity
+// (spec 6.4): each responder's first packet then lands in a slot of its own on the
+// reader's last hop, instead of every responder's arriving at once, and the responders'
+// pacing, which starts from their first packet, keeps those slots. Each READ_REQ reserves
+// its slot when it reaches the head of its connection; false while it is not yet due
+// (the pacing wake-up brings the connection back then).
+__attribute__((noinline)) bool endpoint::impl::read_req_due(connection& c, const send_slot& s, uint64_t now) noexcept
+{
+    if (c.read_req_at == k_no_deadline) {
+        const uint64_t first_bytes = std::min<uint64_t>(c.mtu, s.wr.local.length) +
+                                     wire::data_header_len(wire::opcode::read_resp) + cfg.frame_overhead_bytes;
+        c.read_req_at = std::max(read_req_next, now);
+        read_req_next = c.read_req_at + uint64_t(double(first_bytes) * 8000 / std::max(1.0, rates.pool_mbps()));
+    }
+    if (now >= c.read_req_at) {
+        rates.expect(slot_of(c.id), now); // the share set aside waits from here, not from the post
+        return true;
+    }
+    c.pace_next = std::max(c.pace_next, c.read_req_at);
+    c.pace_wait = true;
+    refresh_deadlines(c);
+    return false;
+}
+
 __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connection& c, uint64_t now, tx_frame& f) noexcept
 {
     while (c.tx_msn != c.next_msn) {
@@ -603,6 +632,9 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connectio
             }
             c.tx_admitted = true;
         }
+        if (s.op == wire::opcode::read_req && rates.enabled() && !read_req_due(c, s, now)) [[unlikely]] {
+            return false;
+        }
         const int path = pick_path(c, now);
         if (path < 0) {
             return false;
@@ -617,6 +649,7 @@ __attribute__((always_inline)) inline bool endpoint::impl::produce_new(connectio
         s.next_offset += len;
         if (s.op == wire::opcode::read_req || s.next_offset >= s.wr.local.length) {
             s.fully_sent = true;
+            c.read_req_at = k_no_deadline; // (a READ_REQ's slot is used)
             advance_tx(c);
         }
         return true;

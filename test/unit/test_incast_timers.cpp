@@ -246,12 +246,16 @@ struct two_readers {
     pair_harness h{reader(), pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22), 1000};
     conn_id c1 = h.connect();
     conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
-    buffer remote{h.b(), 4096, k_all_access, 9};
-    buffer l1{h.a(), 4096, k_all_access};
-    buffer l2{h.a(), 4096, k_all_access};
+    size_t bytes;
+    buffer remote{h.b(), bytes, k_all_access, 9};
+    buffer l1{h.a(), bytes, k_all_access};
+    buffer l2{h.a(), bytes, k_all_access};
     uint64_t done = 0;
 
-    two_readers() { REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); })); }
+    explicit two_readers(size_t read_bytes = 4096) : bytes(read_bytes)
+    {
+        REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
+    }
     // Everything B sends A waits `ns` in A's last hop from now on (less than one gap):
     // the responses and the ACKs of the READ_REQs.
     void queue_at_reader(uint64_t ns)
@@ -326,4 +330,60 @@ TEST_CASE("after the first ACK, a READ_REQ's ACK queued behind the responses at 
     CHECK(h.a().stats().tail_probes == 0);
     CHECK(h.a().stats().timeouts + h.b().stats().timeouts == 0);
     CHECK(h.a().stats().retransmits + h.b().stats().retransmits == 0);
+}
+
+TEST_CASE("a reader's READ_REQs leave one first response apart at its share of inbound capacity",
+          "[incast][hint][read][pacing]")
+{
+    two_readers r;
+    pair_harness& h = r.h;
+    std::vector<uint64_t> reqs; // when each READ_REQ left A
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::read_req)) {
+            reqs.push_back(h.now());
+        }
+        return false;
+    };
+    r.read_both(); // posted together
+    REQUIRE(reqs.size() == 2);
+    // A hands out 900 Mb/s: a 4 KiB response (plus headers and framing) takes ~37 us of
+    // it, so the second responder's first packet comes after the first one's, not with it.
+    const uint64_t slot = 4096ull * 8000 / 900;
+    INFO("READ_REQs at " << reqs[0] << " and " << reqs[1]);
+    CHECK(reqs[1] - reqs[0] >= slot);
+    CHECK(reqs[1] - reqs[0] < 2 * slot);
+    // Once the responses' slots are past, a READ alone waits for nothing.
+    const uint64_t free_at = reqs[1] + 2 * slot;
+    reqs.clear();
+    h.run_until([&] { return h.now() >= free_at; });
+    const uint64_t t0 = h.now();
+    REQUIRE(h.a().post_send(r.c1, make_wr(wr_opcode::read, r.l1, r.remote, 3), h.now()) == post_result::ok);
+    ++r.done;
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == r.done; }));
+    REQUIRE(reqs.size() == 1);
+    CHECK(reqs[0] - t0 < 5'000);
+    CHECK(first_mismatch(r.remote.bytes, r.l1.bytes).empty());
+}
+
+TEST_CASE("a READ responder paces from its first packet at the share the READ_REQ told",
+          "[incast][hint][read][pacing]")
+{
+    two_readers r(16 << 10); // 4 packets each
+    pair_harness& h = r.h;
+    std::vector<uint64_t> resp; // c1's responses leaving B
+    h.filter = [&](captured& p) {
+        if (p.to == 0 && is_op(p, wire::opcode::read_resp) && p.view().dst_conn == r.c1) {
+            resp.push_back(h.now());
+        }
+        return false;
+    };
+    r.read_both();
+    REQUIRE(resp.size() == 4);
+    // 450 Mb/s: one 4 KiB packet per ~73 us. The first ACK is back within a few us, and
+    // the second packet still waits for its gap after the first.
+    const uint64_t gap = 4096ull * 8000 / 450;
+    for (size_t i = 1; i < resp.size(); ++i) {
+        INFO("response " << i << " " << resp[i] - resp[i - 1] << " ns after the one before");
+        CHECK(resp[i] - resp[i - 1] >= gap);
+    }
 }

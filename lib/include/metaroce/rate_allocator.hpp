@@ -96,6 +96,8 @@ public:
     }
     // Forget a slot (connection freed): the others' shares grow at once.
     void release(uint32_t idx) noexcept;
+    // The inbound capacity handed out, Mb/s (what the shares split).
+    double pool_mbps() const noexcept { return pool(); }
     // Senders currently sharing the inbound capacity.
     uint32_t active() const noexcept { return uint32_t(members_.size()); }
     // ... and those expected to join.
