@@ -753,6 +753,7 @@ struct connection {
     uint32_t read_share_mbps = 0;     // our share for the peer's READ responses, told in our
                                       // latest READ_REQ (3.3); 0 = not shared, or no READ outstanding
     uint64_t read_req_at = k_no_deadline; // the slot the READ_REQ at the head reserved (read_req_due)
+    uint8_t read_req_plane = 0;           // ... and its plane
     uint64_t last_rx = 0;             // when the peer was last heard (spec 7.8)
     uint64_t keepalive_next = k_no_deadline;
     uint64_t linger_deadline = k_no_deadline; // ERROR: freed by the engine then (spec 7.8)
@@ -912,6 +913,17 @@ inline void set_tlp(connection& c, path_tx& p, uint64_t deadline) noexcept
 {
     c.fl(p).tlp_deadline = deadline;
     c.path_deadline_lb = std::min(c.path_deadline_lb, deadline);
+}
+
+// The next new packet goes on the connection's first path of `plane` (if any).
+inline void start_on_plane(connection& c, uint8_t plane) noexcept
+{
+    for (uint32_t i = 0; i < c.paths; ++i) {
+        if (c.ptx[i].plane == plane) {
+            c.rr_path = i;
+            return;
+        }
+    }
 }
 
 inline void set_rack(connection& c, uint64_t deadline) noexcept

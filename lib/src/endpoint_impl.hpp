@@ -85,6 +85,7 @@ struct endpoint::impl {
     uint64_t clock = 0;                             // the time handed in by the current call
     uint32_t busy_planes = 0;                       // the current poll_tx's tx_frame::busy_planes
     uint64_t read_req_next = 0;                     // the next READ_REQ's slot (read_req_due)
+    uint32_t read_req_slots = 0;                    // slots handed out (their planes go in turn)
 
     std::vector<std::unique_ptr<connection>> conns;
     std::vector<uint16_t> generation;
@@ -258,6 +259,7 @@ struct endpoint::impl {
     bool produce_read_resp(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool produce_new(connection& c, uint64_t now, tx_frame& f) noexcept;
     bool read_req_due(connection& c, const detail::send_slot& s, uint64_t now) noexcept;
+    void take_read_hint(connection& c, uint32_t mbps, uint8_t plane) noexcept;
     int pick_path(connection& c, uint64_t now) noexcept;
     int pick_path_scan(connection& c, uint64_t now) noexcept;
     // `slot`: the request's send slot when the caller has it (new data), else looked up.

@@ -362,8 +362,10 @@ __attribute__((always_inline)) inline bool endpoint::impl::build_from_record(con
     // A READ response before its first ACK: the share its READ_REQ told sets the schedule
     // (the reader spaced the READ_REQs, spec 6.4), so the packet after the first waits its
     // gap, not just the first ACK's round trip.
-    const uint32_t pace_mbps = c.cc.rate_hint_mbps != 0 || c.cc.acked || jp == nullptr ? c.cc.rate_hint_mbps
-                                                                                     : c.early_hint_mbps;
+    uint32_t pace_mbps = c.cc.rate_hint_mbps;
+    if (pace_mbps == 0 && jp != nullptr && !c.cc.acked) [[unlikely]] {
+        pace_mbps = c.early_hint_mbps;
+    }
     if ((!retx || copy) && pace_mbps != 0) {
         // Space new packets at the receiver's share, in wire bytes (the driver's framing).
         // A sender woken late (a coarse poll loop or timer) keeps its schedule if it is
@@ -593,19 +595,23 @@ bool endpoint::impl::produce_read_resp(connection& c, uint64_t now, tx_frame& f)
 // A reader's READ_REQs leave one first response apart, at its share of inbound capacity
 // (spec 6.4): each responder's first packet then lands in a slot of its own on the
 // reader's last hop, instead of every responder's arriving at once, and the responders'
-// pacing, which starts from their first packet, keeps those slots. Each READ_REQ reserves
-// its slot when it reaches the head of its connection; false while it is not yet due
-// (the pacing wake-up brings the connection back then).
+// pacing, which starts from their first packet, keeps those slots. The slots take the
+// planes in turn (a READ_REQ goes on its slot's plane, and its responder starts there),
+// so each plane's last hop gets every P-th slot. Each READ_REQ reserves its slot when it
+// reaches the head of its connection; false while it is not yet due (the pacing wake-up
+// brings the connection back then).
 __attribute__((noinline)) bool endpoint::impl::read_req_due(connection& c, const send_slot& s, uint64_t now) noexcept
 {
     if (c.read_req_at == k_no_deadline) {
         const uint64_t first_bytes = std::min<uint64_t>(c.mtu, s.wr.local.length) +
                                      wire::data_header_len(wire::opcode::read_resp) + cfg.frame_overhead_bytes;
         c.read_req_at = std::max(read_req_next, now);
+        c.read_req_plane = uint8_t(read_req_slots++ % std::max<uint32_t>(c.planes, 1));
         read_req_next = c.read_req_at + uint64_t(double(first_bytes) * 8000 / std::max(1.0, rates.pool_mbps()));
     }
     if (now >= c.read_req_at) {
         rates.expect(slot_of(c.id), now); // the share set aside waits from here, not from the post
+        start_on_plane(c, c.read_req_plane); // the responder answers on it (spec 6.4)
         return true;
     }
     c.pace_next = std::max(c.pace_next, c.read_req_at);

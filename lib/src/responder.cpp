@@ -214,12 +214,8 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         o.v = land_read_resp(c, p) ? verdict::accepted : verdict::drop;
     } else {
         // Request packets: find or open the inbound message slot (keyed by msn).
-        if (p.read_hint_mbps != 0 && !c.cc.acked) {
-            // The requester's share for the responses, before their first ACK: the
-            // first packets' timers allow for the queue every responder's first
-            // packets build at the requester (spec 5.6), as an initiator's do with
-            // its ACCEPT's share.
-            c.early_hint_mbps = std::max(p.read_hint_mbps, cfg.transport.cc.min_rate_hint_mbps);
+        if (p.read_hint_mbps != 0 && !c.cc.acked) [[unlikely]] {
+            take_read_hint(c, p.read_hint_mbps, m.plane);
         }
         const bool shape_ok = p.op == wire::opcode::read_req
                                   ? p.offset == 0 && p.payload.empty()
@@ -407,6 +403,20 @@ __attribute__((always_inline)) inline void endpoint::impl::on_data(connection& c
         }
         break;
     }
+    }
+}
+
+// A READ_REQ's share for the responses, before their first ACK (spec 6.4): their timers
+// allow for the queue every responder's first packets build at the requester (spec 5.6),
+// as an initiator's do with its ACCEPT's share, and they are paced at it from the first
+// (6.5). They start on the plane the READ_REQ came on: the reader gave each slot its
+// plane in turn, so its last hops share the responders' first packets evenly, and round
+// robin keeps it so.
+__attribute__((noinline)) void endpoint::impl::take_read_hint(connection& c, uint32_t mbps, uint8_t plane) noexcept
+{
+    c.early_hint_mbps = std::max(mbps, cfg.transport.cc.min_rate_hint_mbps);
+    if (c.job_tx == c.job_count) {
+        start_on_plane(c, plane);
     }
 }
 

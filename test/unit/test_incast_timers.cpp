@@ -387,3 +387,51 @@ TEST_CASE("a READ responder paces from its first packet at the share the READ_RE
         CHECK(resp[i] - resp[i - 1] >= gap);
     }
 }
+
+TEST_CASE("a reader's READ_REQ slots take the planes in turn, and each responder starts on its "
+          "READ_REQ's plane", "[incast][hint][read][planes]")
+{
+    transport_config t;
+    t.planes = 2;
+    endpoint_config ca = pair_harness::config(pair_harness::k_addr_a, t, 11);
+    ca.inbound_capacity_mbps = 1'000;
+    ca.hint_utilization = 0.9;
+    pair_harness h(ca, pair_harness::config(pair_harness::k_addr_b, t, 22), 1000);
+    std::vector<conn_id> conns{h.connect()};
+    for (int i = 1; i < 4; ++i) {
+        conns.push_back(h.a().connect(pair_harness::k_addr_b, h.now()));
+    }
+    REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), conns.back()); }));
+    constexpr size_t k_bytes = 16 << 10;
+    buffer remote(h.b(), k_bytes, k_all_access, 5);
+    std::vector<std::unique_ptr<buffer>> local;
+    std::vector<int> req_plane;                 // READ_REQs, in the order they left
+    std::vector<std::pair<uint32_t, int>> resp; // (connection at A, plane) of the first response each
+    h.filter = [&](captured& p) {
+        if (p.to == 1 && is_op(p, wire::opcode::read_req)) {
+            req_plane.push_back(p.frame.plane);
+        }
+        if (p.to == 0 && is_op(p, wire::opcode::read_resp)) {
+            const uint32_t c = p.view().dst_conn;
+            if (std::none_of(resp.begin(), resp.end(), [&](const auto& r) { return r.first == c; })) {
+                resp.emplace_back(c, p.frame.plane);
+            }
+        }
+        return false;
+    };
+    for (size_t i = 0; i < conns.size(); ++i) {
+        local.push_back(std::make_unique<buffer>(h.a(), k_bytes, k_all_access));
+        REQUIRE(h.a().post_send(conns[i], make_wr(wr_opcode::read, *local[i], remote, i), h.now()) ==
+                post_result::ok);
+    }
+    REQUIRE(h.run_until([&] { return h.cq[0].size() == conns.size(); }));
+    for (const auto& l : local) {
+        CHECK(first_mismatch(remote.bytes, l->bytes).empty());
+    }
+    REQUIRE(req_plane.size() == conns.size());
+    REQUIRE(resp.size() == conns.size());
+    for (size_t i = 0; i < req_plane.size(); ++i) {
+        CHECK(req_plane[i] == int(i % 2)); // slot i's plane
+        CHECK(resp[i].second == req_plane[i]); // each responder's first packet on it
+    }
+}
