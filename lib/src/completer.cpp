@@ -311,7 +311,9 @@ void endpoint::impl::on_ack(connection& c, const wire::packet_view& pk, uint64_t
             admit_paths(c); // spec 6.1: the share's window is spread over the paths at once
             // The first window waited for this ACK, not for a late wake-up: the schedule
             // the early share set (a READ response's, 6.5) does not catch up a burst.
-            c.pace_next = std::max(c.pace_next, now);
+            if (c.pace_next != 0) {
+                c.pace_next = std::max(c.pace_next, now);
+            }
         }
         if (fb.cc.cwnd != path_w) {
             fb.win_room = window_room(fb.cc.cwnd);
