@@ -243,16 +243,18 @@ struct two_readers {
         c.hint_utilization = 0.9;
         return c;
     }
-    pair_harness h{reader(), pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22), 1000};
+    size_t bytes;
+    uint64_t delay;
+    pair_harness h{reader(), pair_harness::config(pair_harness::k_addr_b, transport_config{}, 22), delay};
     conn_id c1 = h.connect();
     conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
-    size_t bytes;
     buffer remote{h.b(), bytes, k_all_access, 9};
     buffer l1{h.a(), bytes, k_all_access};
     buffer l2{h.a(), bytes, k_all_access};
     uint64_t done = 0;
 
-    explicit two_readers(size_t read_bytes = 4096) : bytes(read_bytes)
+    // `one_way_ns`: each direction's delay.
+    explicit two_readers(size_t read_bytes = 4096, uint64_t one_way_ns = 1000) : bytes(read_bytes), delay(one_way_ns)
     {
         REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
     }
@@ -368,7 +370,11 @@ TEST_CASE("a reader's READ_REQs leave one first response apart at its share of i
 TEST_CASE("a READ responder paces from its first packet at the share the READ_REQ told",
           "[incast][hint][read][pacing]")
 {
-    two_readers r(16 << 10); // 4 packets each
+    // A short round trip (the first ACK is back long before the second packet is due) and
+    // a long one (it comes back after three gaps: the window it admits must not catch up
+    // the gaps it waited for in a burst).
+    const uint64_t one_way = GENERATE(uint64_t(1'000), uint64_t(100'000));
+    two_readers r(16 << 10, one_way); // 4 packets each
     pair_harness& h = r.h;
     std::vector<uint64_t> resp; // c1's responses leaving B
     h.filter = [&](captured& p) {
