@@ -183,7 +183,7 @@ app_config parse_config(const std::string& text, const std::string& origin)
         const json& t = j["transport"];
         check_keys(t, origin, "transport",
                    {"mtu", "paths", "max_msgs", "ack_every_bytes", "initial_rtt_us", "min_rto_us",
-                    "max_rto_us", "max_timeouts", "connect_retries", "connect_retry_us"});
+                    "max_rto_us", "max_timeouts", "connect_retries", "connect_retry_us", "hello_copies"});
         if (t.contains("mtu")) {
             c.transport.mtu = uint16_t(get_uint(t["mtu"], origin, "transport.mtu", 256, 9000));
         }
@@ -210,6 +210,9 @@ app_config parse_config(const std::string& text, const std::string& origin)
         if (t.contains("connect_retries")) {
             c.transport.connect_retries =
                 uint32_t(get_uint(t["connect_retries"], origin, "transport.connect_retries", 1, 10000));
+        }
+        if (t.contains("hello_copies")) {
+            c.transport.hello_copies = uint32_t(get_uint(t["hello_copies"], origin, "transport.hello_copies", 1, 4));
         }
         if (t.contains("connect_retry_us")) {
             c.transport.connect_retry_ns =

@@ -122,6 +122,7 @@ void parse_transport(const json_reader& r, transport_config& t, protocol_params&
     read_us(r, "min_rto_us", t.min_rto_ns, 1e7);
     read_us(r, "max_rto_us", t.max_rto_ns, 1e8);
     read_us(r, "connect_retry_us", t.connect_retry_ns, 1e7);
+    r.read_uint("hello_copies", t.hello_copies, 1, 4);
     r.read_uint("max_timeouts", t.max_timeouts, 1, 1'000'000);
     r.read_uint("reroute_after", t.reroute_after, 1, 1'000'000);
     r.read_uint("replane_after", t.replane_after, 1, 1'000'000);
@@ -264,7 +265,7 @@ scenario parse_scenario(const nlohmann::json& j)
         parse_transport(json_reader(r.at("transport"), "transport",
                                     {"protocol", "rocev2_spread_planes", "rocev2_timeout_us", "mtu", "paths_per_connection", "max_streams", "max_msgs",
                                      "rq_depth", "ack_every_bytes", "ack_delay_ns",
-                                     "initial_rtt_us", "min_rto_us", "max_rto_us", "connect_retry_us", "max_timeouts",
+                                     "initial_rtt_us", "min_rto_us", "max_rto_us", "connect_retry_us", "hello_copies", "max_timeouts",
                                      "reroute_after", "replane_after", "path_cwnd_init",
                                      "conn_cwnd_init", "conn_cwnd_first", "conn_cwnd_max"}),
                         s.transport, s.protocol);

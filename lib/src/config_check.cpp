@@ -71,6 +71,8 @@ std::string validate(const endpoint_config& c)
     k.require(t.reorder_steps_max >= 1 && t.reorder_steps_max <= 1024, "transport.reorder_steps_max",
               "must be 1..1024", t.reorder_steps_max);
     k.require(t.connect_retry_ns > 0, "transport.connect_retry_ns", "must be positive", t.connect_retry_ns);
+    k.require(t.hello_copies >= 1 && t.hello_copies <= 4, "transport.hello_copies", "must be 1..4",
+              t.hello_copies);
     k.require(t.plane_probe_ns > 0, "transport.plane_probe_ns", "must be positive", t.plane_probe_ns);
     k.require(t.rnr_delay_ns > 0, "transport.rnr_delay_ns", "must be positive", t.rnr_delay_ns);
     k.require(t.keepalive_ns > 0, "transport.keepalive_ns", "must be positive", t.keepalive_ns);

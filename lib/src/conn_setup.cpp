@@ -204,7 +204,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
         connection* c = find(it->second);
         if (c != nullptr && c->nonce == h.nonce.host()) {
             if (c->state == conn_state::established) {
-                c->hello_pending = true; // our ACCEPT was lost: say it again
+                queue_hello(*c); // our ACCEPT was lost: say it again
                 c->hello_plane = m.plane; // on the route this CONNECT took
                 c->hello_sport = m.udp_sport;
                 mark_ready(*c);
@@ -242,7 +242,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     rates.set_rtt(slot_of(c->id), c->hs_rtt_ns);
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
-    c->hello_pending = true;
+    queue_hello(*c);
     c->hello_plane = m.plane;
     c->hello_sport = m.udp_sport;
     c->keepalive_next = now + cfg.transport.keepalive_ns;
@@ -276,7 +276,7 @@ void endpoint::impl::on_cookie(connection& c, const wire::packet_view& p, uint64
     c.ctrl_retries = 0;
     c.ctrl_deadline = now + cfg.transport.connect_retry_ns;
     refresh_deadlines(c);
-    c.hello_pending = true; // CONNECT again at once, now with the cookie
+    queue_hello(c); // CONNECT again at once, now with the cookie
     mark_ready(c);
 }
 
@@ -382,9 +382,15 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
     if (!c.hello_pending && !c.close_pending) {
         return false;
     }
+    const bool hello = c.hello_pending;
+    const uint32_t copy = hello ? c.hello_copy : 0; // 0: the original
+    if (hello) {
+        c.hello_copy = uint8_t(copy + 1 < cfg.transport.hello_copies ? copy + 1 : 0);
+        c.hello_pending = c.hello_copy != 0; // the copies go in the next calls
+    }
     uint16_t sport = c.ptx.empty() ? path_entropy(c, 0, 0) : c.ptx[0].udp_sport;
     uint8_t plane = c.ptx.empty() ? 0 : c.ptx[0].plane;
-    if (c.incoming && c.hello_pending) {
+    if (c.incoming && hello) {
         // ACCEPT goes back on the route of the CONNECT it answers, one that just worked.
         plane = c.hello_plane;
         sport = c.hello_sport;
@@ -396,16 +402,25 @@ bool endpoint::impl::produce_ctrl(connection& c, uint64_t now, tx_frame& f) noex
         plane = pick_plane(c, uint8_t((plane + n) % std::max<uint32_t>(c.planes, 1)), false);
         sport = path_entropy(c, 0, n);
     }
-    wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, now);
-    if (c.hello_pending) {
-        c.hello_pending = false;
-        // CONNECT: its COOKIE or ACCEPT gives the handshake RTT; ACCEPT: the peer's first
-        // data after it does.
-        c.hello_sent_ns = now;
-        if (c.hello_phase_new) {
-            c.hello_phase_new = false;
-            c.hello_first_ns = now;
-            c.hello_phase_retries = c.ctrl_retries;
+    if (copy != 0) {
+        // A copy goes on the next plane and another port (spec 7.3): one loss, or one
+        // lossy link, does not cost the set-up a retry interval.
+        plane = pick_plane(c, uint8_t((plane + copy) % std::max<uint32_t>(c.planes, 1)), false);
+        sport = path_entropy(c, copy, c.ctrl_route);
+        ++stats.tx_hello_copies;
+    }
+    // A copy is the same packet, timestamp included: the answer to either times the try.
+    wire::bth_fields b = bth_for(c, wire::opcode::connect, 0, plane, copy == 0 ? now : c.hello_sent_ns);
+    if (hello) {
+        if (copy == 0) {
+            // CONNECT: its COOKIE or ACCEPT gives the handshake RTT; ACCEPT: the peer's
+            // first data after it does.
+            c.hello_sent_ns = now;
+            if (c.hello_phase_new) {
+                c.hello_phase_new = false;
+                c.hello_first_ns = now;
+                c.hello_phase_retries = c.ctrl_retries;
+            }
         }
         b.op = c.incoming ? wire::opcode::accept : wire::opcode::connect;
         b.dst_conn = c.incoming ? c.peer_conn : 0;
@@ -485,7 +500,7 @@ bool endpoint::impl::ctrl_timer(connection& c, uint64_t now) noexcept
         return false;
     }
     if (c.state == conn_state::connecting) {
-        c.hello_pending = true;
+        queue_hello(c);
     } else {
         c.close_pending = true;
     }

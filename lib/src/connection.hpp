@@ -733,6 +733,7 @@ struct connection {
     uint32_t ctrl_route = 0;          // CONNECT/CLOSE resends by timer: each takes the next route (7.3)
     uint16_t hello_sport = 0;         // acceptor: the CONNECT's route, which its ACCEPT reflects (7.3)
     uint8_t hello_plane = 0;
+    uint8_t hello_copy = 0;           // copies of the current CONNECT/ACCEPT sent (spec 7.3)
     uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
     uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
     uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent
@@ -891,6 +892,13 @@ inline void refresh_windows(connection& c, path_tx& p) noexcept
 inline void refresh_windows(connection& c) noexcept
 {
     c.win_room = window_room(effective_cwnd(c.cc));
+}
+
+// A CONNECT or ACCEPT to send, and its copies after it (spec 7.3).
+inline void queue_hello(connection& c) noexcept
+{
+    c.hello_pending = true;
+    c.hello_copy = 0;
 }
 
 // The next message to packetize (produce_new).

@@ -51,6 +51,7 @@ constexpr std::array k_fields = {
     METAROCE_COUNTER(counters, rx_access_errors, "rkey, access or bounds failures (nothing written)"),
     METAROCE_COUNTER(counters, completions, "completions delivered"),
     METAROCE_COUNTER(counters, conn_errors, "connections that failed"),
+    METAROCE_COUNTER(counters, tx_hello_copies, "CONNECTs and ACCEPTs sent again at once, on another route"),
     METAROCE_COUNTER(counters, cookies_sent, "CONNECTs answered with a COOKIE, no state kept"),
     METAROCE_COUNTER(counters, rx_bad_cookie, "CONNECTs with a wrong or expired cookie, stray COOKIEs"),
     METAROCE_COUNTER(counters, rx_bad_token, "CLOSE, CLOSE_ACK or PROBE_ACK failing their checks"),

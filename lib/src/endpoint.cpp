@@ -414,7 +414,7 @@ conn_id endpoint::connect(uint32_t peer_addr, uint64_t now)
     // The nonce also depends on the time, so a node that restarts with the same seed
     // (and so the same connection id) still makes an attempt its peer can tell apart.
     c->nonce ^= now * 0x9e3779b97f4a7c15ull;
-    c->hello_pending = true;
+    queue_hello(*c);
     c->ctrl_deadline = now + e.cfg.transport.connect_retry_ns;
     refresh_deadlines(*c);
     e.mark_ready(*c);

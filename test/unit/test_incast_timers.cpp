@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -111,15 +112,15 @@ TEST_CASE("an ACCEPT from a contended receiver carries the share set aside for t
     const conn_id c1 = h.connect();
     const conn_id c2 = h.a().connect(pair_harness::k_addr_b, h.now());
     REQUIRE(h.run_until([&] { return pair_harness::established(h.a(), c2); }));
-    std::vector<uint32_t> hints;
+    std::map<uint32_t, std::vector<uint32_t>> hints; // by connection: an ACCEPT and its copy
     for (const captured& p : h.sent) {
         if (p.to == 0 && is_op(p, wire::opcode::accept)) {
-            hints.push_back(p.view().hello->rate_hint_mbps.host());
+            hints[p.view().dst_conn].push_back(p.view().hello->rate_hint_mbps.host());
         }
     }
     REQUIRE(hints.size() == 2);
-    CHECK(hints[0] == 0);
-    CHECK(hints[1] == 450);
+    CHECK(hints[c1] == std::vector<uint32_t>(hints[c1].size(), 0));
+    CHECK(hints[c2] == std::vector<uint32_t>(hints[c2].size(), 450));
     // The initiator has no ACK yet; the ACCEPT's share lengthens its first packets'
     // timers: one packet on c2 queued 60 us (less than one 450 Mb/s gap) draw no probe.
     h.filter = [&](captured& p) {

@@ -87,6 +87,7 @@ TEST_CASE("CONNECT and ACCEPT carry each side's parameters; the minimum wins", "
     tb.max_msgs = 64;
     tb.planes = 1;
     tb.rq_depth = 50;
+    ta.hello_copies = tb.hello_copies = 1; // the copies have their own test below
     pair_harness h(ta, tb);
     const conn_id c = h.connect();
     const conn_id pc = h.peer_conn();
@@ -179,7 +180,9 @@ TEST_CASE("CONNECT and ACCEPT carry each side's parameters; the minimum wins", "
 
 TEST_CASE("a lost ACCEPT is answered again when CONNECT repeats", "[headers][connect]")
 {
-    pair_harness h;
+    transport_config t;
+    t.hello_copies = 1; // with a copy, one lost ACCEPT costs no retry (next test)
+    pair_harness h(t);
     int dropped = 0;
     h.filter = [&](captured& p) { return is_op(p, wire::opcode::accept) && dropped++ == 0; };
     const conn_id c = h.connect();
@@ -189,6 +192,46 @@ TEST_CASE("a lost ACCEPT is answered again when CONNECT repeats", "[headers][con
     CHECK(of_op(h, wire::opcode::accept, 0).size() == 2);
     CHECK(h.events[1].size() == 1); // one connection on the responder, not two
     CHECK(h.b().connections().size() == 1);
+}
+
+// Each CONNECT and ACCEPT goes twice at once, the copy on the next plane and another port
+// (spec 7.3): a set-up whose every original is lost waits for no retry.
+TEST_CASE("a set-up whose CONNECTs and ACCEPT lose their originals waits for no retry", "[headers][connect]")
+{
+    transport_config t;
+    t.planes = 2;
+    pair_harness h(t);
+    int connects = 0, accepts = 0;
+    h.filter = [&](captured& p) {
+        // Originals go first: the first CONNECT of each phase and the first ACCEPT.
+        if (is_op(p, wire::opcode::connect)) {
+            return connects++ % 2 == 0;
+        }
+        return is_op(p, wire::opcode::accept) && accepts++ == 0;
+    };
+    const conn_id c = h.connect();
+    REQUIRE(pair_harness::established(h.a(), c));
+    CHECK(h.now() < t.connect_retry_ns); // no retry interval was waited
+    CHECK(h.a().stats().tx_hello_copies == 2);
+    CHECK(h.b().stats().tx_hello_copies >= 1);
+    CHECK(h.b().connections().size() == 1);
+    const auto sent = of_op(h, wire::opcode::connect, 1);
+    REQUIRE(sent.size() == 4); // no cookie and its copy, the cookie and its copy
+    for (size_t i = 0; i < sent.size(); i += 2) {
+        const auto orig = sent[i]->view();
+        const auto copy = sent[i + 1]->view();
+        CHECK(orig.hello->nonce.host() == copy.hello->nonce.host());
+        CHECK(orig.hello->cookie.host() == copy.hello->cookie.host());
+        CHECK(orig.hello->isn.host() == copy.hello->isn.host());
+        CHECK(orig.tx_ts == copy.tx_ts); // the same packet: either answer times the try
+        CHECK(sent[i]->frame.plane != sent[i + 1]->frame.plane);
+        CHECK(sent[i]->frame.udp_sport != sent[i + 1]->frame.udp_sport);
+    }
+    CHECK(sent[0]->view().hello->cookie.host() == 0);
+    CHECK(sent[2]->view().hello->cookie.host() != 0);
+    const auto acc = of_op(h, wire::opcode::accept, 0);
+    REQUIRE(acc.size() >= 2);
+    CHECK(acc[0]->frame.plane != acc[1]->frame.plane);
 }
 
 TEST_CASE("WRITE packets: reth on every packet, contiguous offsets, LAST and ACK_REQ on the last",

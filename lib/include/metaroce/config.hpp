@@ -81,6 +81,10 @@ struct transport_config {
     uint64_t plane_probe_ns = 200'000; // how often a dead plane is probed for re-admission
     uint64_t connect_retry_ns = 200'000; // doubles per retry, up to 64x
     uint32_t connect_retries = 20;
+    // Each CONNECT and ACCEPT goes this many times at once, the copies on the next planes
+    // with other UDP source ports (spec 7.3): a set-up waits on every handshake packet,
+    // and at 10 % loss one packet in three set-ups would otherwise cost a retry interval.
+    uint32_t hello_copies = 2;
     uint64_t rnr_delay_ns = 50'000;
     uint32_t rnr_retries = 7;       // 7 means retry forever, as in verbs
     // Liveness of idle connections (spec 7.8): a connection that heard nothing from its

@@ -53,6 +53,7 @@ struct counters {
     uint64_t rx_access_errors = 0;     // rkey/access/bounds failures (nothing written)
     uint64_t completions = 0;
     uint64_t conn_errors = 0;
+    uint64_t tx_hello_copies = 0;      // CONNECTs and ACCEPTs sent again at once, on another route
     uint64_t cookies_sent = 0;         // CONNECTs answered with a COOKIE, no state kept
     uint64_t rx_bad_cookie = 0;        // CONNECT with a wrong or expired cookie, stray COOKIE
     uint64_t rx_bad_token = 0;         // CLOSE, CLOSE_ACK or PROBE_ACK failing its checks
