@@ -203,7 +203,9 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     if (it != by_peer.end()) {
         connection* c = find(it->second);
         if (c != nullptr && c->nonce == h.nonce.host()) {
-            if (c->state == conn_state::established) {
+            // A copy of the CONNECT answered (7.3) repeats its timestamp: answered already.
+            if (c->state == conn_state::established && p.tx_ts != c->hello_answered_ts) {
+                c->hello_answered_ts = p.tx_ts;
                 queue_hello(*c); // our ACCEPT was lost: say it again
                 c->hello_plane = m.plane; // on the route this CONNECT took
                 c->hello_sport = m.udp_sport;
@@ -243,6 +245,7 @@ void endpoint::impl::on_connect(const rx_meta& m, const wire::packet_view& p, ui
     init_paths(*c, h.isn.host());
     by_peer[peer_key(m.src_addr, src_conn)] = c->id;
     queue_hello(*c);
+    c->hello_answered_ts = p.tx_ts;
     c->hello_plane = m.plane;
     c->hello_sport = m.udp_sport;
     c->keepalive_next = now + cfg.transport.keepalive_ns;

@@ -2,6 +2,8 @@
 // path spreading over UDP source ports and planes, ACK contents and ACK timing.
 #include <catch2/catch.hpp>
 
+#include <cstddef>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -232,6 +234,35 @@ TEST_CASE("a set-up whose CONNECTs and ACCEPT lose their originals waits for no 
     const auto acc = of_op(h, wire::opcode::accept, 0);
     REQUIRE(acc.size() >= 2);
     CHECK(acc[0]->frame.plane != acc[1]->frame.plane);
+}
+
+TEST_CASE("a copy of the CONNECT answered draws no second ACCEPT; a retry does", "[headers][connect]")
+{
+    pair_harness h;
+    int with_cookie = 0;
+    h.filter = [&](captured& p) {
+        if (is_op(p, wire::opcode::connect) && p.view().hello->cookie.host() != 0 && with_cookie++ == 1) {
+            p.deliver_at += 20 * h.delay(); // the copy arrives after the ACCEPT left
+        }
+        return false;
+    };
+    const conn_id c = h.connect();
+    REQUIRE(pair_harness::established(h.a(), c));
+    h.run_until([&] { return false; }, h.now() + 100 * h.delay());
+    REQUIRE(with_cookie == 2);
+    CHECK(of_op(h, wire::opcode::connect, 1).size() == 4); // each phase's CONNECT and its copy
+    CHECK(of_op(h, wire::opcode::cookie, 0).size() == 2);  // one per CONNECT copy, none copied
+    CHECK(of_op(h, wire::opcode::accept, 0).size() == 2);  // the ACCEPT and its copy, once
+    CHECK(h.b().stats().tx_hello_copies == 1);
+    // A retry (another timestamp) is answered again, as when both ACCEPTs were lost.
+    captured retry = *of_op(h, wire::opcode::connect, 1).back();
+    const auto ts = wire::be32_t::from_host(retry.view().tx_ts + 1000);
+    std::memcpy(retry.bytes.data() + offsetof(wire::bth, tx_ts), &ts, sizeof ts);
+    retry.deliver_at = h.now() + h.delay();
+    h.inject(retry);
+    h.run_until([&] { return of_op(h, wire::opcode::accept, 0).size() == 4; }, h.now() + 100 * h.delay());
+    CHECK(of_op(h, wire::opcode::accept, 0).size() == 4);
+    CHECK(h.b().connections().size() == 1);
 }
 
 TEST_CASE("WRITE packets: reth on every packet, contiguous offsets, LAST and ACK_REQ on the last",
