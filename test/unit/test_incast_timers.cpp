@@ -162,7 +162,8 @@ TEST_CASE("a standing queue is handed back over at least two of the senders' pac
     };
     run(0, 10 * epoch, 0);
     const uint32_t full = r.hint_mbps(0);
-    CHECK(full == 90'000 / n);
+    CHECK(full >= 90'000 / n); // and some of the headroom lent: nothing marked
+    CHECK(full <= 100'000 / n);
     // Every packet for two of their gaps queued 10 us (a queue that outlives a gap is
     // standing): it is handed back over 2 x 93 us, about 5 % of the capacity, not over
     // 40 us (a quarter).

@@ -202,12 +202,14 @@ TEST_CASE("a standing queue in front of the receiver is handed back", "[rates]")
     const uint32_t cut = r.hint_mbps(0);
     CHECK(cut < 22'500 * 3 / 4);
     CHECK(cut >= 22'500 / 4);
-    // The queue is gone: the full share is back after one clean epoch.
+    // The queue is gone: the full share is back after one clean epoch (and, no packet
+    // having been marked for 4 epochs, the first step of the headroom with it).
     for (uint32_t s = 0; s < 4; ++s) {
         send(r, s, 3 * k_epoch + 5'000 + s);
     }
     send(r, 0, 4 * k_epoch + 6'000);
-    CHECK(r.hint_mbps(0) == 22'500);
+    CHECK(r.hint_mbps(0) >= 22'500);
+    CHECK(r.hint_mbps(0) <= 22'500 + 313);
 }
 
 TEST_CASE("a queue that many senders build and drain once per packet gap is not standing", "[rates]")
@@ -253,10 +255,10 @@ TEST_CASE("the headroom is lent while nothing marks and taken back at the first 
         }
         return r.hint_mbps(0);
     };
-    // Quiet: after 8 clean epochs the shares grow a step per clean measurement, to a
+    // Quiet: after 4 clean epochs the shares grow a step per clean measurement, to a
     // quarter of the whole capacity.
-    CHECK(run(4, 0) == 22'500);
-    CHECK(run(8, 0) > 22'500);
+    CHECK(run(2, 0) == 22'500);
+    CHECK(run(2, 0) > 22'500); // 4 epochs without a mark are enough
     CHECK(run(8, 0) == 25'000);
     // A marked measurement takes two steps back (of 8 that fill the 10 % headroom): its
     // epoch closes with the next packet.
