@@ -503,10 +503,11 @@ bool endpoint::impl::produce_copy(connection& c, uint64_t now, tx_frame& f) noex
         pkt_record& r = c.rec(p, e.psn);
         // Sent again since (not this entry's transmission), settled, held, copied
         // already, sent k_copy_max_sends times, or on a failed path: not copied. Nor one
-        // with a later packet on its path: that packet's ACK shows its loss by the
-        // per-path rule (5.5) a round trip from now.
+        // sent before the path's latest transmission: that one's ACK shows its loss by
+        // the per-path rule (5.5), which orders by transmission, a round trip from now.
+        // (A resend of an older PSN is the latest, though later PSNs went before it.)
         if (!e.names(r.xmit_no) || r.state != rec_state::in_flight || r.copied || r.retx + 1u >= k_copy_max_sends ||
-            p.state == path_state::failed || e.psn + 1 != p.next_psn) {
+            p.state == path_state::failed || r.xmit_no != p.xmit_counter) {
             continue;
         }
         const uint32_t qi = i + 1 < c.paths ? i + 1 : 0;

@@ -30,6 +30,7 @@ struct outcome {
     uint32_t max_in_air = 0;          // data packets of a on the wire at once
     std::set<std::pair<uint8_t, uint32_t>> sent_twice;
     uint32_t resends_copied = 0;      // packets with a copy sent after a resend of theirs
+    uint32_t older_resends_copied = 0; // ... of those, resent after later PSNs of their path
 };
 
 // Every `drop_every`-th packet (0: none) loses its first `drop_sends` transmissions
@@ -40,7 +41,8 @@ outcome run(transport_config t, int drop_every, int drop_sends = 1)
     const conn_id c = h.connect();
     outcome o;
     std::map<std::pair<uint8_t, uint32_t>, int> sends;
-    std::set<std::pair<uint8_t, uint32_t>> doomed, resent;
+    std::set<std::pair<uint8_t, uint32_t>> doomed, resent, resent_behind;
+    std::map<uint8_t, uint32_t> newest; // each path's highest PSN sent so far
     std::map<uint8_t, uint16_t> own_sport; // each path's route, from its first transmissions
     std::multiset<uint64_t> in_air;   // delivery times of a's data packets on the wire
     int firsts = 0;
@@ -56,13 +58,18 @@ outcome run(transport_config t, int drop_every, int drop_sends = 1)
         }
         if ((v.flags & wire::bth_flag::retx) == 0) {
             own_sport.emplace(v.path, p.frame.udp_sport);
+            newest[v.path] = v.psn;
             if (drop_every != 0 && ++firsts % drop_every == 0) {
                 doomed.insert(key);
             }
         } else if (p.frame.udp_sport == own_sport[v.path]) {
             resent.insert(key); // a resend keeps its path's route; a copy takes the next one's
+            if (v.psn != newest[v.path]) {
+                resent_behind.insert(key);
+            }
         } else if (resent.contains(key)) {
             ++o.resends_copied;
+            o.older_resends_copied += resent_behind.contains(key) ? 1 : 0;
         }
         if (doomed.contains(key) && n <= drop_sends) {
             return true;
@@ -140,6 +147,20 @@ TEST_CASE("Copies: never past the connection's window", "[copies]")
     CHECK(o.completions == uint64_t(k_rounds * k_batch));
     CHECK(o.a.proactive_copies > 0);
     CHECK(o.max_in_air <= 12);
+}
+
+TEST_CASE("Copies: a resend of a PSN older than its path's newest is copied too", "[copies]")
+{
+    // 8 paths carry 4 packets each per batch: a lost packet is resent after later PSNs of
+    // its path left. Its loss is shown by a later transmission's ACK (5.5), and there is
+    // none after the resend: the resend is its path's latest transmission and copied.
+    transport_config t;
+    t.paths = 8;
+    const outcome o = run(t, 5, 2);
+    CHECK(o.completions == uint64_t(k_rounds * k_batch));
+    CHECK(o.older_resends_copied > 0);
+    CHECK(o.b.rx_payload_bytes == uint64_t(k_rounds) * k_batch * k_len); // placed once
+    CHECK(o.a.timeouts == 0);
 }
 
 TEST_CASE("Copies: a resend of a packet whose copy was lost too is copied in turn", "[copies]")
