@@ -303,11 +303,15 @@ CONFORMANCE_TEST(iut_connect_retries_with_backoff, "7.3", "7.1", "10.1")
     // The last retry's timer (64 x 200 us) runs out, then ERROR (and, 1 s later, freed).
     x.wait_state(id, [](std::optional<conn_state> s) { return !s || *s == conn_state::error; },
                  x.exact() ? 20'000'000 : 200'000'000);
+    x.check(x.p.quiet(is_connect, x.p.quiet_ns()), "more than 1 + 20 CONNECT tries");
     x.check(attempt_start.size() == 21, std::to_string(attempt_start.size()) + " CONNECT tries, expected 1 + 20 retries");
+    const auto copies_of = [&](size_t i) {
+        return (i + 1 < attempt_start.size() ? attempt_start[i + 1] : connects.size()) - attempt_start[i];
+    };
     for (size_t i = 0; i < attempt_start.size(); ++i) {
-        const size_t n = (i + 1 < attempt_start.size() ? attempt_start[i + 1] : connects.size()) - attempt_start[i];
-        x.check(n >= 1 && n <= 4 && n == attempt_start[std::min<size_t>(1, attempt_start.size() - 1)] - attempt_start[0],
-                "try " + std::to_string(i) + " went " + std::to_string(n) + " times, not as often as the first");
+        x.check(copies_of(i) >= 1 && copies_of(i) <= 4 && copies_of(i) == copies_of(0),
+                "try " + std::to_string(i) + " went " + std::to_string(copies_of(i)) + " times, the first " +
+                    std::to_string(copies_of(0)));
     }
     for (const rx_pkt& k : connects) {
         const hello_fields h = decode_hello(*k.v().hello);
