@@ -735,7 +735,7 @@ struct connection {
     uint8_t hello_plane = 0;
     uint8_t hello_copy = 0;           // the CONNECT/ACCEPT copy to send next, 0: the original (7.3)
     uint32_t hello_answered_ts = 0;   // acceptor: timestamp of the CONNECT try its ACCEPT answers
-    uint64_t hello_sent_ns = 0;       // when our last CONNECT left (initiator)
+    uint64_t hello_sent_ns = 0;       // when our last CONNECT or ACCEPT left; its copies carry it
     uint64_t hello_first_ns = 0;      // when the first CONNECT/ACCEPT of this phase left
     uint32_t hello_phase_retries = 0; // ctrl_retries then: more since means it was resent
     bool hello_phase_new = true;      // the next CONNECT/ACCEPT starts a phase
